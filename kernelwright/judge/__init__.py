@@ -1,0 +1,16 @@
+"""The judge: compile, check, guard, time and record one candidate, each in its own process.
+
+Only torch, triton, numpy and the standard library may be imported here: the judge runs on GPU
+machines that hold nothing else.
+"""
+from .config import JudgeConfig
+from .verdict import Verdict
+
+__all__ = ["JudgeConfig", "Verdict", "judge"]
+
+
+def judge(problem, candidate, config: JudgeConfig | None = None) -> Verdict:
+    """Judge `candidate` (a file path) against `problem` (a file path) in a fresh process."""
+    from .api import judge as _judge
+
+    return _judge(problem, candidate, config or JudgeConfig())

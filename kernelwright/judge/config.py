@@ -1,0 +1,74 @@
+"""Judge settings: a plain dataclass (stdlib only) that travels to worker processes as JSON."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# KernelBench's tolerances (atol = rtol) per dtype; overridable per run
+DEFAULT_TOLERANCES: dict[str, float] = {
+    "float64": 1e-6,
+    "float32": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 1e-2,
+}
+# ||out - ref|| / ||ref|| bound per dtype: the scale-aware check an all-zero output cannot pass
+DEFAULT_REL_L2: dict[str, float] = {
+    "float64": 1e-8,
+    "float32": 1e-4,
+    "float16": 1e-2,
+    "bfloat16": 2e-2,
+}
+
+
+@dataclass
+class JudgeConfig:
+    # correctness
+    trials: int = 5
+    seed: int = 42
+    tolerances: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    rel_l2: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_REL_L2))
+    # what to do when ModelNew.forward calls the reference's compute ops: "reject", "warn" or "allow"
+    torch_op_policy: str = "reject"
+    allow_tf32: bool = False  # the reference runs in full fp32; a candidate may not silently switch
+    # sizes
+    overrides: dict[str, Any] = field(default_factory=dict)
+    shrink: bool | None = None  # None: shrink when no GPU is available
+    # process isolation
+    timeout_s: float = 300.0
+    compile_timeout_s: float = 600.0
+    output_limit_bytes: int = 64 * 1024
+    no_network: bool = True
+    device: str = "auto"  # "auto", "cuda", "cpu"
+    # timing
+    time: bool = True
+    warmup_ms: float = 25.0
+    rep_ms: float = 200.0
+    min_reps: int = 20
+    max_reps: int = 1000
+    flush_l2: bool = True
+    cuda_graph: bool = False
+    baselines: tuple[str, ...] = ("eager", "compile_default")  # also "compile_max_autotune"
+    # extras
+    profile: bool = False
+    cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["baselines"] = list(self.baselines)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "JudgeConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown judge settings: {', '.join(sorted(unknown))}")
+        data = dict(data)
+        if "baselines" in data:
+            data["baselines"] = tuple(data["baselines"])
+        return cls(**data)
+
+    def tolerance_for(self, dtype_name: str) -> tuple[float, float]:
+        """(atol = rtol, rel_l2 bound) for a dtype name such as 'float32'."""
+        return self.tolerances.get(dtype_name, 1e-4), self.rel_l2.get(dtype_name, 1e-4)

@@ -1,0 +1,181 @@
+"""The verdict record: everything the judge found about one candidate, as versioned JSON.
+
+Plain dataclasses (stdlib only): verdicts are written on GPU machines that hold nothing but torch,
+triton and numpy, and read back anywhere. Bump SCHEMA_VERSION on any incompatible change;
+`Verdict.from_json` refuses versions it does not know.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# verdict.status values
+PASS, FAIL, ERROR = "pass", "fail", "error"
+# verdict.stage values: the last stage the candidate reached
+STAGES = ("load", "compile", "check", "time", "profile", "done")
+# flag severities: "reject" fails the verdict, "warn" is reported, "info" is context
+REJECT, WARN, INFO = "reject", "warn", "info"
+
+
+@dataclass
+class CompileResult:
+    ok: bool
+    seconds: float = 0.0
+    cached: bool = False
+    backend: str = ""  # "cuda", "triton", "none"
+    log: str = ""  # trimmed compiler output, ready for an LLM
+    errors: list[str] = field(default_factory=list)  # first few errors with line numbers
+
+
+@dataclass
+class TrialResult:
+    trial: int
+    seed: int
+    variant: str  # input variant (see problem/inputs.py)
+    ok: bool
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    rel_l2_err: float | None = None  # ||out - ref|| / ||ref||: catches outputs tiny everywhere
+    shape_ok: bool = True
+    dtype_ok: bool = True
+    nonfinite: bool = False
+    message: str = ""
+
+
+@dataclass
+class Flag:
+    code: str  # e.g. "input_mutation", "output_cache", "torch_op", "monkeypatch", "uninitialized_output"
+    severity: str  # REJECT | WARN | INFO
+    message: str
+
+
+@dataclass
+class TimingStats:
+    """Time of one call of forward, in milliseconds."""
+
+    median_ms: float
+    iqr_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    n: int
+    method: str  # "cuda_events", "cuda_graph", "wall_cpu"
+    l2_flushed: bool = False
+    note: str = ""  # e.g. "CPU wall time: not GPU performance"
+
+
+@dataclass
+class Baselines:
+    eager: TimingStats | None = None
+    compile_default: TimingStats | None = None
+    compile_max_autotune: TimingStats | None = None
+    cached: bool = False
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Floor:
+    """Speed-of-light floor: no kernel can beat max(flops / peak_flops, bytes / peak_bandwidth)."""
+
+    flops: float
+    bytes: float
+    peak_tflops: float
+    peak_gbps: float
+    floor_ms: float
+    pct_of_floor: float | None = None  # floor / measured, in percent
+    bound: str = ""  # "memory" or "compute"
+
+
+@dataclass
+class ProcessInfo:
+    exit_code: int | None = None
+    signal: str | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+
+@dataclass
+class Verdict:
+    problem: str
+    candidate: str
+    status: str = ERROR
+    stage: str = "load"
+    error: str | None = None  # one paragraph, for a person or an LLM
+    compile: CompileResult | None = None
+    trials: list[TrialResult] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
+    ops: dict[str, int] = field(default_factory=dict)  # ATen ops ModelNew.forward executed
+    timing: TimingStats | None = None
+    baselines: Baselines | None = None
+    speedup: dict[str, float] = field(default_factory=dict)  # "eager", "compile_default", ...
+    floor: Floor | None = None
+    precision: dict[str, Any] = field(default_factory=dict)  # dtype, tf32 allowed, tolerances used
+    overrides: dict[str, Any] = field(default_factory=dict)
+    shrunk: bool = False
+    device: str = "cpu"
+    environment: dict[str, Any] = field(default_factory=dict)
+    process: ProcessInfo | None = None
+    profile: dict[str, Any] | None = None
+    energy: dict[str, Any] | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def reject_flags(self) -> list[Flag]:
+        return [f for f in self.flags if f.severity == REJECT]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, default=_jsonable)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"verdict schema version {version!r} is not {SCHEMA_VERSION}")
+        return _build(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Verdict":
+        return cls.from_dict(json.loads(text))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj
+    if hasattr(obj, "item"):
+        return obj.item()
+    return str(obj)
+
+
+_NESTED = {
+    "compile": CompileResult, "timing": TimingStats, "baselines": Baselines, "floor": Floor,
+    "process": ProcessInfo, "eager": TimingStats, "compile_default": TimingStats,
+    "compile_max_autotune": TimingStats,
+}
+_LISTS = {"trials": TrialResult, "flags": Flag}
+
+
+def _build(cls: type, data: dict[str, Any]):
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in known:
+            continue
+        if key in _LISTS and isinstance(value, list):
+            value = [_build(_LISTS[key], v) for v in value]
+        elif key in _NESTED and isinstance(value, dict):
+            value = _build(_NESTED[key], value)
+        kwargs[key] = value
+    return cls(**kwargs)

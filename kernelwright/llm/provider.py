@@ -1,0 +1,38 @@
+"""The one interface every model source implements."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from .config import Price
+from .types import Completion, CompletionRequest
+
+
+class Provider(ABC):
+    """Answers a CompletionRequest. `name` is the provider family ("openai", "replay", ...),
+    `model` the model id it sends, `spec` the redacted spec string it was built from."""
+
+    name: str = ""
+    model: str = ""
+    spec: str = ""
+
+    @abstractmethod
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Return the answer, or raise an LLMError (never an SDK exception)."""
+
+    @property
+    def price(self) -> Price | None:
+        """Price per token, or None when unknown. Sources that cost nothing return a zero Price."""
+        return Price(input_per_mtok=0.0, output_per_mtok=0.0)
+
+    def request_hash(self, request: CompletionRequest) -> str:
+        return request.stable_hash(self.model)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        price = self.price
+        return price.cost(input_tokens, output_tokens) if price else 0.0
+
+    async def aclose(self) -> None:
+        """Release network clients; the default has nothing to release."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec}>"

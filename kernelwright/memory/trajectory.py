@@ -1,0 +1,194 @@
+"""Short-term memory: what this run has tried, what came of it, and why it failed.
+
+The trajectory is pure data (serialisable to a list of dicts for the store). Its digest is the
+"Already tried" block of agent prompts: grouped by approach so a dead end costs one line however
+often it was hit, best successes first, and cut to a character budget.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Iterable
+
+ACTIONS = frozenset({"draft", "improve", "repair", "tune"})
+OUTCOMES = frozenset({"pass", "compile_error", "wrong", "crash", "timeout", "slower", "faster", "rejected"})
+FAILURES = frozenset({"compile_error", "wrong", "crash", "timeout", "rejected"})
+_KEY_STOP = frozenset(
+    "a an and the to of for in on with by into from use using via then try implement write "
+    "kernel kernels custom new instead".split()
+)
+MAX_KEY_WORDS = 6
+REASON_CHARS = 140
+
+
+def approach_key(plan: str = "", tags: Iterable[str] = ()) -> str:
+    """A short normalised key for an idea, so rephrasings of one idea collide.
+
+    Skill tags (e.g. ``["vectorized-access", "operator-fusion"]``) are the most stable key, so they
+    win when given; otherwise the plan's first non-empty line is lowercased, stripped of Markdown,
+    filler words and numbers-as-bullets, and cut to a few words.
+    """
+    tag_list = sorted({t.strip().lower() for t in tags if t and t.strip()})
+    if tag_list:
+        return "+".join(tag_list)
+    first = next((line for line in plan.splitlines() if line.strip()), "")
+    first = re.sub(r"^\s*(?:[#>*\-]+|\d+[.)])\s*", "", first.lower())
+    words = [w for w in re.findall(r"[a-z0-9]+", first) if w not in _KEY_STOP]
+    return "-".join(words[:MAX_KEY_WORDS]) or "unspecified"
+
+
+def _one_line(text: str, limit: int = REASON_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class TrajectoryEntry:
+    candidate_id: str
+    parent_id: str | None
+    action: str
+    plan: str
+    approach_key: str = ""
+    outcome: str = "pass"
+    speedup: float | None = None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"action {self.action!r} is not one of {sorted(ACTIONS)}")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome {self.outcome!r} is not one of {sorted(OUTCOMES)}")
+        if self.speedup is not None:
+            if isinstance(self.speedup, bool) or not isinstance(self.speedup, (int, float)) \
+                    or not math.isfinite(self.speedup) or self.speedup <= 0:
+                raise ValueError(f"speedup must be a positive finite number or None, got {self.speedup!r}")
+            object.__setattr__(self, "speedup", float(self.speedup))
+        key = self.approach_key.strip().lower() or approach_key(self.plan)
+        object.__setattr__(self, "approach_key", key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrajectoryEntry":
+        if not isinstance(data, dict):
+            raise ValueError(f"a trajectory entry must be a dict, got {type(data).__name__}")
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown trajectory entry keys {sorted(unknown)}")
+        return cls(**data)
+
+
+@dataclass
+class _Group:
+    """All entries of one approach, summarised for the digest."""
+
+    key: str
+    entries: list[TrajectoryEntry]
+
+    @property
+    def best(self) -> float | None:
+        speedups = [e.speedup for e in self.entries if e.speedup is not None and e.outcome in ("faster", "pass")]
+        return max(speedups) if speedups else None
+
+    @property
+    def succeeded(self) -> bool:
+        return any(e.outcome == "faster" for e in self.entries)
+
+    def count(self, outcomes: Iterable[str]) -> int:
+        wanted = set(outcomes)
+        return sum(e.outcome in wanted for e in self.entries)
+
+    def outcome_counts(self) -> str:
+        counts: dict[str, int] = {}
+        for e in self.entries:
+            counts[e.outcome] = counts.get(e.outcome, 0) + 1
+        return ", ".join(f"{o} ×{n}" if n > 1 else o for o, n in counts.items())
+
+    def last_reason(self, outcomes: Iterable[str]) -> str:
+        wanted = set(outcomes)
+        reasons = [e.reason for e in self.entries if e.outcome in wanted and e.reason.strip()]
+        return _one_line(reasons[-1]) if reasons else ""
+
+
+class Trajectory:
+    def __init__(self, entries: Iterable[TrajectoryEntry] = ()) -> None:
+        self._entries: list[TrajectoryEntry] = []
+        for entry in entries:
+            self.add(entry)
+
+    def add(self, entry: TrajectoryEntry) -> None:
+        if any(e.candidate_id == entry.candidate_id for e in self._entries):
+            raise ValueError(f"candidate {entry.candidate_id!r} is already in the trajectory")
+        self._entries.append(entry)
+
+    @property
+    def entries(self) -> tuple[TrajectoryEntry, ...]:
+        return tuple(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def already_tried(self, key: str) -> bool:
+        key = key.strip().lower()
+        return any(e.approach_key == key for e in self._entries)
+
+    def _groups(self) -> list[_Group]:
+        groups: dict[str, _Group] = {}
+        for entry in self._entries:
+            groups.setdefault(entry.approach_key, _Group(entry.approach_key, [])).entries.append(entry)
+        return list(groups.values())
+
+    @staticmethod
+    def _is_dead_end(group: _Group) -> bool:
+        """Never faster, and either failed twice or measured slower (a retry would not help)."""
+        return not group.succeeded and (group.count(FAILURES) >= 2 or group.count(["slower"]) >= 1)
+
+    def dead_ends(self) -> list[str]:
+        return [g.key for g in self._groups() if self._is_dead_end(g)]
+
+    def best(self) -> TrajectoryEntry | None:
+        measured = [e for e in self._entries if e.speedup is not None and e.outcome in ("faster", "pass")]
+        return max(measured, key=lambda e: e.speedup, default=None)
+
+    def digest(self, max_items: int = 12, max_chars: int = 2000) -> str:
+        """Markdown 'Already tried' list within the limits; '' when nothing was tried yet."""
+        if not self._entries or max_items <= 0:
+            return ""
+        lines = self._digest_lines()
+        header = "## Already tried (do not repeat dead ends)\n"
+        out, used = [header], len(header)
+        for shown, line in enumerate(lines):
+            if shown >= max_items or used + len(line) + 1 > max_chars:
+                more = f"- … {len(lines) - shown} more approaches not shown\n"
+                if used + len(more) <= max_chars:
+                    out.append(more)
+                break
+            out.append(line + "\n")
+            used += len(line) + 1
+        return "".join(out) if len(out) > 1 else ""
+
+    def _digest_lines(self) -> list[str]:
+        groups = self._groups()
+        wins = sorted((g for g in groups if g.succeeded), key=lambda g: -(g.best or 0))
+        dead = sorted((g for g in groups if self._is_dead_end(g)), key=lambda g: -len(g.entries))
+        rest = [g for g in groups if g not in wins and g not in dead]
+        lines = [f"- `{g.key}`: worked, best {g.best:.2f}× ({g.outcome_counts()})" if g.best
+                 else f"- `{g.key}`: worked ({g.outcome_counts()})" for g in wins]
+        for g in dead:
+            reason = g.last_reason(FAILURES | {"slower"})
+            lines.append(f"- `{g.key}`: DEAD END ({g.outcome_counts()})" + (f"; last: {reason}" if reason else ""))
+        for g in rest:
+            reason = g.last_reason(FAILURES)
+            speed = f", {g.best:.2f}×" if g.best else ""
+            lines.append(f"- `{g.key}`: {g.outcome_counts()}{speed}" + (f"; last: {reason}" if reason else ""))
+        return lines
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in self._entries]
+
+    @classmethod
+    def from_dicts(cls, rows: Iterable[dict[str, Any]]) -> "Trajectory":
+        return cls(TrajectoryEntry.from_dict(row) for row in rows)

@@ -1,0 +1,124 @@
+"""Fit a problem's sizes to a CPU budget.
+
+KernelBench sizes are GPU sizes: some inputs take gigabytes. For CPU runs we halve the largest
+size-like module constant until the inputs, parameters and outputs fit a byte budget and the
+forward fits a FLOP budget. The footprint is measured on the meta device (nothing is allocated),
+and a halving that breaks the model (a shape error on meta) is undone and that constant kept.
+The resulting overrides are recorded in the Problem and in every verdict.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from .errors import ProblemError
+
+# constants whose value is semantics, not size: never halved
+_SEMANTIC = re.compile(
+    r"kernel|stride|pad|dilation|group|head|axis|eps|momentum|scale|factor|prob|p_drop|dropout|"
+    r"layers|alpha|beta|negative_slope|lambd|threshold|value|min|max|^dim$|_dim$|^dim_?\d?$",
+    re.IGNORECASE,
+)
+# ...but these suffixes of "_dim" are sizes (embed_dim, hidden_dim, input_dim, ...)
+_SIZE_DIM = re.compile(r"(embed|hidden|input|output|in|out|model|feature|ff|inner|head_?)_?dim$|^dim\d*$", re.I)
+
+
+@dataclass(frozen=True)
+class ShrinkBudget:
+    max_bytes: int = 8 * 2**20  # inputs + parameters + outputs
+    max_flops: float = 2e8  # one forward pass
+    min_size: int = 4  # no size constant is halved below this
+
+
+@dataclass
+class Footprint:
+    bytes: int
+    flops: float
+
+
+def _tensor_bytes(obj) -> int:
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, (list, tuple)):
+        return sum(_tensor_bytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_tensor_bytes(x) for x in obj.values())
+    return 0
+
+
+def measure(problem) -> Footprint:
+    """Bytes and FLOPs of one forward, measured on the meta device.
+
+    A forward that cannot run on meta (it calls `.item()`, say) is measured by its inputs and
+    parameters alone, with the FLOPs unknown (0).
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with torch.device("meta"):
+        torch.manual_seed(0)
+        model = _build_model(problem)
+        inputs = list(problem.module.get_inputs())
+        static_bytes = _tensor_bytes(inputs) + sum(_tensor_bytes(t) for t in model.state_dict().values())
+        counter = FlopCounterMode(display=False)
+        try:
+            with counter, torch.no_grad():
+                out = model(*inputs)
+        except Exception:
+            return Footprint(static_bytes, 0.0)
+    return Footprint(static_bytes + _tensor_bytes(out), float(counter.get_total_flops()))
+
+
+def _build_model(problem):
+    """The model on meta where its constructor allows (some call `.item()`), else on the CPU."""
+    try:
+        return problem.Model(*problem.module.get_init_inputs())
+    except Exception:
+        with torch.device("cpu"):
+            return problem.Model(*problem.module.get_init_inputs())
+
+
+def size_constants(problem) -> dict[str, int]:
+    """Integer module constants that look like sizes (batch, channels, spatial, features)."""
+    sizes = {}
+    for name, value in problem.constants.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 8:
+            continue
+        if _SEMANTIC.search(name) and not _SIZE_DIM.search(name):
+            continue
+        sizes[name] = value
+    return sizes
+
+
+def _fits(fp: Footprint, budget: ShrinkBudget) -> bool:
+    return fp.bytes <= budget.max_bytes and fp.flops <= budget.max_flops
+
+
+def shrink_problem(problem, budget: ShrinkBudget):
+    """Return the problem reloaded with halved size constants until it fits `budget`."""
+    from .loader import load_problem
+
+    try:
+        footprint = measure(problem)
+    except Exception as exc:  # a model meta cannot run: keep sizes, say why
+        raise ProblemError(f"cannot measure the problem's size on the meta device to shrink it: {exc}",
+                           path=problem.path) from None
+    overrides = dict(problem.overrides)
+    frozen = set(overrides)  # user overrides are never changed
+    current = problem
+    while not _fits(footprint, budget):
+        sizes = {k: v for k, v in size_constants(current).items() if k not in frozen and v // 2 >= budget.min_size}
+        if not sizes:
+            break
+        name = max(sizes, key=sizes.get)
+        trial = {**overrides, name: sizes[name] // 2}
+        try:
+            candidate = load_problem(problem.path, trial)
+            footprint_next = measure(candidate)
+        except Exception:
+            frozen.add(name)  # halving this one breaks the model: keep it
+            continue
+        overrides, current, footprint = trial, candidate, footprint_next
+    current.shrunk = current.overrides != problem.overrides
+    return current
