@@ -1,0 +1,50 @@
+"""CPU shrink, domain-covering input variants and dispatch-level op recording."""
+from __future__ import annotations
+
+import torch
+
+from kernelwright.problem import load_problem
+from kernelwright.problem.inputs import apply_variant, variant_for_trial
+from kernelwright.problem.ops import compute_ops, op_kinds, record_aten_ops
+from kernelwright.problem.shrink import ShrinkBudget, measure
+
+
+def test_shrink_fits_budget_and_keeps_semantic_constants(kernelbench):
+    path = kernelbench / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+    full = load_problem(path)
+    small = load_problem(path, shrink=ShrinkBudget(max_bytes=2 * 2**20, max_flops=5e7))
+    footprint = measure(small)
+    assert footprint.bytes <= 2 * 2**20 and footprint.flops <= 5e7
+    assert small.shrunk and small.overrides
+    assert small.module.kernel_size == full.module.kernel_size  # semantics untouched
+    assert small.module.bias_shape == (small.module.out_channels, 1, 1)  # derived constants follow
+    out = small.make_model(0)(*small.make_inputs(0))
+    assert torch.isfinite(out).all()
+
+
+def test_shrink_respects_user_overrides(kernelbench):
+    path = kernelbench / "level1" / "23_Softmax.py"
+    small = load_problem(path, {"batch_size": 3}, shrink=True)
+    assert small.overrides["batch_size"] == 3
+    assert small.module.dim < 393216
+
+
+def test_variants_change_values_not_shapes():
+    x = torch.rand(64, 32)
+    labels = torch.randint(0, 5, (64,))
+    for variant in ("given", "normal", "signed", "wide"):
+        out, same_labels = apply_variant([x, labels], variant, seed=1)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        assert torch.equal(same_labels, labels)
+    assert (apply_variant([x], "signed", 1)[0] < 0).any()
+    assert apply_variant([x], "wide", 1)[0].abs().max() > 4
+    assert {variant_for_trial(i) for i in range(5)} >= {"given", "normal", "signed", "wide"}
+
+
+def test_op_recording_sees_dispatch_not_source(kernelbench):
+    problem = load_problem(kernelbench / "level2" / "9_Matmul_Subtract_Multiply_ReLU.py", shrink=True)
+    ops = record_aten_ops(problem.make_model(0), *problem.make_inputs(0))
+    assert {"matmul", "elementwise"} <= op_kinds(ops)
+    assert compute_ops(ops)  # the linear layer's matmul is compute
+    # a plain elementwise function records no compute op
+    assert not compute_ops(record_aten_ops(lambda t: torch.relu(t * 2), torch.ones(4)))
