@@ -39,7 +39,8 @@ class AnswerPending(LLMError):
         lines += [f"  {p}" for p in self.prompt_paths[:20]]
         if count > 20:
             lines.append(f"  ... and {count - 20} more")
-        lines.append("Write each answer into the .answer.md file named in the prompt, then resume.")
+        lines.append("Write each answer into the file of the same name ending in .answer.md "
+                     "(X.prompt.md -> X.answer.md), then resume the run with --resume.")
         return "\n".join(lines)
 
     @classmethod

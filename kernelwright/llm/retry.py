@@ -53,8 +53,9 @@ class RetryPolicy:
 
 async def run_with_retries(attempt: Callable[[], Awaitable[T]],
                            classify: Callable[[BaseException], Failure],
-                           policy: RetryPolicy, what: str) -> T:
-    """Call `attempt` until it succeeds, a failure is not retryable, or retries run out."""
+                           policy: RetryPolicy) -> T:
+    """Call `attempt` until it succeeds, a failure is not retryable, or retries run out.
+    The errors `classify` builds name the provider, so the log lines and the final error do too."""
     for number in range(policy.max_retries + 1):
         try:
             return await attempt()
@@ -67,8 +68,7 @@ async def run_with_retries(attempt: Callable[[], Awaitable[T]],
                 failure.error.args = (f"{failure.error} (gave up after {number + 1} attempts)",)
             raise failure.error from None
         wait = policy.delay(number, failure.retry_after_s)
-        log.warning("%s failed (%s); retry %d/%d in %.2fs", what, failure.error,
-                    number + 1, policy.max_retries, wait)
+        log.warning("%s; retry %d/%d in %.2fs", failure.error, number + 1, policy.max_retries, wait)
         await policy.sleep(wait)
     raise AssertionError("unreachable")
 
