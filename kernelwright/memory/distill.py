@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from kernelwright.memory.skills import (
-    BUILTIN_DIR, Conditions, Skill, SkillFormatError, load_skill, parse_skill, split_front_matter,
+    BUILTIN_DIR, CONDITION_FIELDS, Conditions, Skill, SkillFormatError, load_skill, parse_skill, split_front_matter,
 )
 
 EVIDENCE_KEYS = ("run_id", "candidate_ids", "speedup_before", "speedup_after", "device")
@@ -34,6 +34,9 @@ def _conditions_dict(applies_when: Conditions | Mapping[str, Any]) -> dict[str, 
         return applies_when.to_dict()
     if not isinstance(applies_when, Mapping):
         raise ValueError("applies_when must be a Conditions or a mapping of condition lists")
+    unknown = set(applies_when) - set(CONDITION_FIELDS)
+    if unknown:
+        raise ValueError(f"applies_when has unknown keys {sorted(unknown)}; allowed: {', '.join(CONDITION_FIELDS)}")
     return Conditions(**dict(applies_when)).to_dict()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -95,7 +95,7 @@ class Skill:
     body: str
     path: Path | None = None
     trusted: bool = True
-    provenance: dict[str, Any] | None = None
+    provenance: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     def section(self, heading: str) -> str:
         """Text under `## heading` (without the heading), or '' when absent."""
@@ -106,9 +106,26 @@ class Skill:
         identity = " ".join([self.name.replace("-", " "), self.title, " ".join(self.tags)])
         return " ".join([identity] * 3 + [self.body])
 
-    def to_prompt(self) -> str:
-        """Compact Markdown for an agent prompt: the title and body with the skill id to cite."""
-        return f"### [{self.name}] {self.title}\n\n{self.body.strip()}\n"
+    def to_prompt(self, compact: bool = False) -> str:
+        """Markdown for an agent prompt, headed by the id agents cite (`[name]`).
+
+        compact=True keeps only the steps, for prompts that are short of room.
+        """
+        if compact:
+            text = f"**Steps**\n{self.section('Steps')}"
+        else:  # demote `## When` to a bold label so the skill nests under the prompt's headings
+            text = re.sub(r"^## (.+)$", r"**\1**", self.body.strip(), flags=re.M)
+        return f"### [{self.name}] {self.title}\n\n{text}\n"
+
+
+def _as_conditions(value: "Conditions | Mapping[str, Any] | None") -> Conditions:
+    if value is None:
+        return Conditions()
+    if isinstance(value, Conditions):
+        return value
+    if isinstance(value, Mapping) and set(value) <= set(CONDITION_FIELDS):
+        return Conditions(**value)
+    raise TypeError(f"conditions must be a Conditions or a mapping with keys {CONDITION_FIELDS}, got {value!r}")
 
 
 def _sections(body: str) -> dict[str, str]:
@@ -217,6 +234,7 @@ class SkillLibrary:
     skills: list[Skill]
     encoder: Encoder | None = None
     _index: BM25Index = field(init=False, repr=False)
+    _by_name: dict[str, Skill] = field(init=False, repr=False)
     _vectors: list[list[float]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -236,7 +254,9 @@ class SkillLibrary:
 
         encoder="auto" uses a local sentence-transformers model when one is installed, else BM25.
         """
-        folders = ([BUILTIN_DIR] if builtin else []) + [Path(d) for d in dirs]
+        if isinstance(dirs, (str, Path)):
+            dirs = [dirs]
+        folders = ([BUILTIN_DIR] if builtin else []) + [Path(d).expanduser() for d in dirs]
         skills, seen_dirs = [], set()
         for folder in folders:
             resolved = folder.resolve()
@@ -261,6 +281,10 @@ class SkillLibrary:
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)
 
+    def untrusted(self) -> list[Skill]:
+        """Candidate skills waiting for a person's review (what `review()` is for)."""
+        return [s for s in self.skills if not s.trusted]
+
     def retrieve(self, query: str, conditions: Conditions | None = None, k: int = 5,
                  include_untrusted: bool = False) -> list[Skill]:
         """Skills whose conditions match, best first; at most k.
@@ -268,7 +292,7 @@ class SkillLibrary:
         With a non-empty query only skills sharing at least one term are returned (so unrelated
         skills never pad a prompt). An empty query returns matching skills, most specific first.
         """
-        conditions = conditions or Conditions()
+        conditions = _as_conditions(conditions)
         candidates = [i for i, s in enumerate(self.skills)
                       if (s.trusted or include_untrusted) and s.applies_when.matches(conditions)]
         terms = tokenize(query or "")
@@ -300,6 +324,24 @@ class SkillLibrary:
         for r, i in enumerate(by_cosine):
             fused[i] += 1 / (60 + r)
         return sorted(ranked, key=lambda i: (-fused[i], self.skills[i].name))
+
+
+def format_skills(skills: Iterable[Skill], max_chars: int = 6000) -> str:
+    """Skills as one Markdown block for a prompt, within `max_chars`.
+
+    A skill that does not fit whole is shown compactly (title and steps); if even that does not
+    fit, it and the rest are left out. Order is kept, so the best-ranked skills survive the cut.
+    """
+    parts, used = [], 0
+    for skill in skills:
+        for text in (skill.to_prompt(), skill.to_prompt(compact=True)):
+            if used + len(text) + 1 <= max_chars:
+                parts.append(text)
+                used += len(text) + 1
+                break
+        else:
+            break
+    return "\n".join(parts)
 
 
 def builtin_library() -> SkillLibrary:

@@ -55,6 +55,13 @@ class TrajectoryEntry:
     reason: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("candidate_id", "plan", "approach_key", "reason"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if not self.candidate_id.strip():
+            raise ValueError("candidate_id must not be empty")
+        if self.parent_id is not None and not isinstance(self.parent_id, str):
+            raise ValueError(f"parent_id must be a string or None, got {self.parent_id!r}")
         if self.action not in ACTIONS:
             raise ValueError(f"action {self.action!r} is not one of {sorted(ACTIONS)}")
         if self.outcome not in OUTCOMES:
@@ -174,7 +181,8 @@ class Trajectory:
         groups = self._groups()
         wins = sorted((g for g in groups if g.succeeded), key=lambda g: -(g.best or 0))
         dead = sorted((g for g in groups if self._is_dead_end(g)), key=lambda g: -len(g.entries))
-        rest = [g for g in groups if g not in wins and g not in dead]
+        shown = {g.key for g in wins} | {g.key for g in dead}
+        rest = [g for g in groups if g.key not in shown]
         lines = [f"- `{g.key}`: worked, best {g.best:.2f}× ({g.outcome_counts()})" if g.best
                  else f"- `{g.key}`: worked ({g.outcome_counts()})" for g in wins]
         for g in dead:

@@ -1,0 +1,115 @@
+"""Short-term memory: the run's trajectory, dead ends, and the prompt digest."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_key
+
+# All entries below are hand-written test data, not results of a real run.
+
+
+def entry(cid, outcome, key="", plan="try something", speedup=None, reason="", action="improve", parent="c0"):
+    return TrajectoryEntry(candidate_id=cid, parent_id=parent, action=action, plan=plan, approach_key=key,
+                           outcome=outcome, speedup=speedup, reason=reason)
+
+
+def test_approach_key_prefers_tags_and_normalises_plans():
+    assert approach_key("anything", tags=["Vectorized-Access", "operator-fusion"]) == \
+        "operator-fusion+vectorized-access"
+    assert approach_key("1. Use a Triton kernel with float4 loads for the ReLU!\nmore text") == \
+        "triton-float4-loads-relu"
+    assert approach_key("## Write custom kernel\n") == approach_key("- write a custom kernel")
+    assert approach_key("\n\n") == "unspecified"
+
+
+def test_entry_derives_key_and_validates():
+    e = entry("c1", "pass", plan="Fuse bias and ReLU into the GEMM epilogue")
+    assert e.approach_key == "fuse-bias-relu-gemm-epilogue"
+    with pytest.raises(ValueError, match="outcome"):
+        entry("c1", "great")
+    with pytest.raises(ValueError, match="action"):
+        entry("c1", "pass", action="guess")
+    with pytest.raises(ValueError, match="candidate_id"):
+        entry("", "pass")
+    with pytest.raises(ValueError, match="plan must be a string"):
+        entry("c1", "pass", plan=None)
+    for bad in (float("nan"), -1.0, 0.0, True, "2x"):
+        with pytest.raises(ValueError, match="speedup"):
+            entry("c1", "faster", speedup=bad)
+
+
+def test_add_rejects_duplicate_candidates_and_already_tried():
+    trajectory = Trajectory([entry("c1", "wrong", key="split-k")])
+    with pytest.raises(ValueError, match="already"):
+        trajectory.add(entry("c1", "pass"))
+    assert trajectory.already_tried("split-k") and trajectory.already_tried(" Split-K ")
+    assert not trajectory.already_tried("vectorized-access")
+
+
+def test_dead_ends():
+    trajectory = Trajectory([
+        entry("c1", "wrong", key="a"), entry("c2", "compile_error", key="a"),       # failed twice
+        entry("c3", "wrong", key="b"),                                              # failed once
+        entry("c4", "slower", key="c", speedup=0.7),                                # slower
+        entry("c5", "wrong", key="d"), entry("c6", "crash", key="d"),
+        entry("c7", "faster", key="d", speedup=1.4, action="repair"),               # failed, then worked
+    ])
+    assert sorted(trajectory.dead_ends()) == ["a", "c"]
+    assert trajectory.best().candidate_id == "c7"
+
+
+def test_digest_groups_failures_and_puts_best_success_first():
+    trajectory = Trajectory([
+        entry("c1", "wrong", key="tf32-dot", reason="max abs err 3e-2"),
+        entry("c2", "wrong", key="tf32-dot", reason="max abs err 4e-2"),
+        entry("c3", "wrong", key="tf32-dot", reason="max abs err 5e-2 at K=8192"),
+        entry("c4", "faster", key="epilogue-fusion", speedup=1.3),
+        entry("c5", "faster", key="swizzle", speedup=2.1),
+        entry("c6", "compile_error", key="tma", reason="make_tensor_descriptor\n  not found"),
+    ])
+    digest = trajectory.digest(max_items=10, max_chars=2000)
+    lines = [line for line in digest.splitlines() if line.startswith("- ")]
+    assert lines[0].startswith("- `swizzle`") and "2.10×" in lines[0]
+    assert lines[1].startswith("- `epilogue-fusion`")
+    tf32 = [line for line in lines if "tf32-dot" in line]
+    assert len(tf32) == 1 and "wrong ×3" in tf32[0] and "DEAD END" in tf32[0]
+    assert "K=8192" in tf32[0], "the latest failure reason is the one shown"
+    assert "make_tensor_descriptor not found" in digest, "reasons are flattened to one line"
+
+
+def test_digest_respects_item_and_char_limits():
+    trajectory = Trajectory(entry(f"c{i}", "wrong", key=f"idea-{i}", reason="x" * 300) for i in range(30))
+    short = trajectory.digest(max_items=3, max_chars=5000)
+    assert sum(line.startswith("- `") for line in short.splitlines()) == 3
+    assert "27 more" in short
+    for budget in (120, 400, 1000):
+        text = trajectory.digest(max_items=100, max_chars=budget)
+        assert len(text) <= budget
+    assert "…" in trajectory.digest(max_items=1, max_chars=5000), "long reasons are truncated"
+
+
+def test_digest_of_empty_trajectory_or_tiny_budget_is_empty():
+    assert Trajectory().digest() == ""
+    assert Trajectory([entry("c1", "pass")]).digest(max_chars=10) == ""
+    assert Trajectory([entry("c1", "pass")]).digest(max_items=0) == ""
+
+
+def test_round_trip_through_json():
+    trajectory = Trajectory([
+        entry("c1", "faster", key="split-k", speedup=1.5, action="draft", parent=None),
+        entry("c2", "timeout", plan="Persistent kernel over tiles", reason="ran past 60 s"),
+    ])
+    rows = json.loads(json.dumps(trajectory.to_dicts()))
+    again = Trajectory.from_dicts(rows)
+    assert again.entries == trajectory.entries
+    assert again.digest() == trajectory.digest()
+
+
+def test_from_dicts_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown trajectory entry keys"):
+        Trajectory.from_dicts([{"candidate_id": "c1", "parent_id": None, "action": "draft", "plan": "",
+                                "colour": "red"}])
+    with pytest.raises(ValueError, match="must be a dict"):
+        Trajectory.from_dicts(["c1"])
