@@ -32,13 +32,21 @@ def test_shrink_respects_user_overrides(kernelbench):
 def test_variants_change_values_not_shapes():
     x = torch.rand(64, 32)
     labels = torch.randint(0, 5, (64,))
-    for variant in ("given", "normal", "signed", "wide"):
+    for variant in ("given", "negated", "signed", "wide"):
         out, same_labels = apply_variant([x, labels], variant, seed=1)
         assert out.shape == x.shape and out.dtype == x.dtype
         assert torch.equal(same_labels, labels)
     assert (apply_variant([x], "signed", 1)[0] < 0).any()
     assert apply_variant([x], "wide", 1)[0].abs().max() > 4
-    assert {variant_for_trial(i) for i in range(5)} >= {"given", "normal", "signed", "wide"}
+    assert {variant_for_trial(i) for i in range(5)} >= {"given", "negated", "signed", "wide"}
+
+
+def test_variants_keep_structure():
+    a = torch.rand(16, 16)
+    sym, tri = (a + a.T) / 2, torch.tril(a)
+    for variant in ("signed", "wide", "negated"):
+        s, t = apply_variant([sym, tri], variant)
+        assert torch.allclose(s, s.T) and torch.equal(t, torch.tril(t))
 
 
 def test_op_recording_sees_dispatch_not_source(kernelbench):
