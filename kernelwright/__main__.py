@@ -1,0 +1,3 @@
+from kernelwright.cli.app import main
+
+main()
