@@ -1,0 +1,49 @@
+"""Planner: decides the next 1-3 concrete optimisation steps for a candidate.
+
+It sees the reference, the candidate to improve (the parent the search expands, else the best),
+its verdict and profile findings, the Analyst's diagnosis, what was already tried, and retrieved
+skills; it answers with steps anchored to named code regions so the Coder edits the right place.
+"""
+from __future__ import annotations
+
+from . import sections
+from .base import Agent
+from .context import Section
+from .plan_parse import parse_plan
+from .types import AgentContext, Plan, ParseFailure
+
+
+def base_and_best(ctx: AgentContext):
+    """(the candidate to work from, the best candidate when it is a different one)."""
+    base = ctx.parent or ctx.best
+    best = ctx.best if ctx.best is not None and base is not None and ctx.best.id != base.id else None
+    return base, best
+
+
+class Planner(Agent):
+    name = "planner"
+    title = "Planner"
+    template = "planner.md.j2"
+    default_max_tokens = 2048
+    default_temperature = 0.7  # plans are where diversity pays; the Coder stays conservative
+
+    def sections(self, ctx: AgentContext) -> list[Section]:
+        env = self.env
+        base, best = base_and_best(ctx)
+        chosen = [sections.task(env, ctx)]
+        if base is not None:
+            chosen += [sections.candidate_code(env, self.name, base, "base_code", 10),
+                       sections.candidate_verdict(env, self.name, base, "base_verdict", 15)]
+        chosen += [sections.failure(env, ctx, 20), sections.analysis(env, ctx, 30), sections.tried(env, ctx, 40)]
+        if best is not None:
+            chosen += [sections.candidate_verdict(env, self.name, best, "best_verdict", 45),
+                       sections.candidate_code(env, self.name, best, "best_code", 70)]
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, self.skill_chars)
+        return [s for s in chosen if s is not None]
+
+    def parse(self, text: str) -> Plan | ParseFailure:
+        try:
+            result = parse_plan(text)
+        except Exception as exc:  # noqa: BLE001 - parse never raises; a parser bug becomes a retry
+            result = f"the answer could not be read ({type(exc).__name__}: {exc})"
+        return result if isinstance(result, Plan) else self.failure(result)
