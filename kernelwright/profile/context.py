@@ -1,0 +1,98 @@
+"""What one profile works with: the configuration, and the run state shared by its steps.
+
+`ProfileConfig` is what the judge passes; `ProfileRun` carries the work folder, the deadline, the
+report under construction and the evidence gathered so far, and builds the runner command lines
+every step executes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .report import ProfileReport
+from .resources import ResourceReport
+from .sass import HotSpot, SassSummary
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding `kernelwright/`
+
+
+@dataclass
+class ProfileConfig:
+    use_ncu: bool = True  # False: timeline, resources and SASS only (e.g. where ncu is forbidden)
+    ncu_path: str | None = None
+    stage2: bool = True
+    sass: bool = True
+    warmup: int = 3
+    calls: int = 3  # forwards recorded by the torch profiler
+    ncu_calls: int = 1  # forwards run under ncu
+    max_kernels: int = 32  # --launch-count of stage 1: at most this many kernels are replayed
+    hot_kernels: int = 3  # stage 2 looks at most at this many kernels...
+    min_share: float = 0.05  # ...each taking at least this share of the GPU time
+    timeout_s: float = 300.0  # per subprocess
+    budget_s: float = 900.0  # whole profile; later steps are skipped once it is spent
+    energy_seconds: float = 1.0  # 0 disables the energy measurement
+    max_findings: int = 6
+    seed: int = 0
+    overrides: dict = field(default_factory=dict)
+    shrink: bool = False
+    device: str = "cuda"
+    artifacts_dir: str | None = None  # keep CSVs, cubins and SASS listings here (else a temp dir)
+    python: str = sys.executable
+    env: dict = field(default_factory=dict)  # extra environment for the candidate processes
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ProfileConfig":
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+class ProfileRun:
+    """State of one profile: config, work folder, deadline, report under construction."""
+
+    def __init__(self, config: ProfileConfig, work: Path, report: ProfileReport, problem: Path, candidate: Path):
+        self.config, self.work, self.report = config, work, report
+        self.problem, self.candidate = problem, candidate
+        self.deadline = time.perf_counter() + config.budget_s
+        self.resources: dict[str, ResourceReport] = {}  # compiler symbol -> resources
+        self.sass: dict[str, SassSummary] = {}  # compiler symbol -> instruction mix
+        self.hotspots: dict[str, list[HotSpot]] = {}  # ncu kernel name -> stall hot spots
+        self.triton: list[dict] = []  # compiled Triton kernels the runner found
+        self.binaries: list[str] = []  # extension .so files the candidate loaded
+
+    def remaining(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def timeout(self) -> float:
+        return max(1.0, min(self.config.timeout_s, self.remaining()))
+
+    def spend(self, step: str, seconds: float) -> None:
+        self.report.overhead_s[step] = round(self.report.overhead_s.get(step, 0.0) + seconds, 3)
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        env.update(self.config.env)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH", "")) if p)
+        return env
+
+    def runner_cmd(self, mode: str, out: Path, calls: int) -> list[str]:
+        c = self.config
+        cmd = [c.python, "-m", "kernelwright.profile.runner", "--problem", str(self.problem),
+               "--candidate", str(self.candidate), "--mode", mode, "--out", str(out),
+               "--artifacts", str(self.work), "--calls", str(calls), "--warmup", str(c.warmup),
+               "--seed", str(c.seed), "--overrides", json.dumps(c.overrides), "--device", c.device]
+        if mode == "timeline":
+            cmd += ["--energy-seconds", str(c.energy_seconds)]
+        return cmd + (["--shrink"] if c.shrink else [])
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
