@@ -44,6 +44,7 @@ class TrialResult:
     dtype_ok: bool = True
     nonfinite: bool = False
     message: str = ""
+    fallback_from: str | None = None  # the variant asked for, when its reference was non-finite
 
 
 @dataclass
@@ -88,6 +89,8 @@ class Floor:
     floor_ms: float
     pct_of_floor: float | None = None  # floor / measured, in percent
     bound: str = ""  # "memory" or "compute"
+    peak_kind: str = ""  # which matmul rate was used: "fp32", "tf32", "bf16", "fp16", "fp64"
+    peak_source: str = ""  # "measured" or "datasheet: <card>" (cold start, before device-peaks ran)
 
 
 @dataclass
@@ -98,6 +101,8 @@ class ProcessInfo:
     wall_s: float = 0.0
     stdout_tail: str = ""
     stderr_tail: str = ""
+    network_isolated: bool = False  # the candidate ran in its own network namespace (no network)
+    isolation: dict[str, Any] = field(default_factory=dict)  # what the sandbox enforced, see docs/judge.md
 
 
 @dataclass

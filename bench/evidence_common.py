@@ -1,0 +1,144 @@
+"""Shared by the GPU evidence scripts: where the problems are, bench sizes, candidates, tables.
+
+Bench scripts (not product code) may name problems: the candidates here are per-problem.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CANDIDATES = REPO / "bench" / "candidates"
+
+# GPU sizes trimmed so that each input is about 1 GB or less, keeping the dimension that matters
+# (the 393216-wide softmax rows, the reduced dimension); gemm problems keep their sizes.
+BENCH_OVERRIDES: dict[str, dict] = {
+    "19_ReLU": {"batch_size": 512},
+    "23_Softmax": {"batch_size": 512},
+    "47_Sum_reduction_over_a_dimension": {"batch_size": 16},
+    "5_Matrix_scalar_multiplication": {"M": 16384},
+}
+
+
+def kernelbench_root() -> Path:
+    """$KW_KERNELBENCH, else shared/kernelbench in or beside the repository."""
+    options = [os.environ.get("KW_KERNELBENCH"), REPO / "shared" / "kernelbench", REPO.parent / "shared" / "kernelbench"]
+    for option in options:
+        if option and Path(option, "level1").is_dir():
+            return Path(option)
+    sys.exit(f"KernelBench problems not found (tried {', '.join(str(o) for o in options if o)}); set KW_KERNELBENCH")
+
+
+def problem_path(stem_or_rel: str) -> Path:
+    """'level1/19_ReLU.py' or a bare stem '19_ReLU' -> the problem file."""
+    root = kernelbench_root()
+    if "/" in stem_or_rel:
+        return root / stem_or_rel
+    for level in ("level1", "level2", "level3"):
+        path = root / level / f"{stem_or_rel}.py"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no KernelBench problem named {stem_or_rel}")
+
+
+@dataclass
+class Candidate:
+    path: Path
+    problem: Path
+    backend: str  # "cuda", "triton" or "adversarial"
+    expect_pass: bool = True
+    expect_flags: list[str] = field(default_factory=list)
+    hack: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.path.stem
+
+
+def correct_candidates() -> list[Candidate]:
+    found = []
+    for path in sorted(CANDIDATES.glob("*__*.py")):
+        stem, backend = path.stem.rsplit("__", 1)
+        found.append(Candidate(path, problem_path(stem), backend))
+    return found
+
+
+def adversarial_candidates() -> list[Candidate]:
+    """Each file's header names its problem, the hack and the flags expected (`a|b`: any of)."""
+    found = []
+    for path in sorted((CANDIDATES / "adversarial").glob("*.py")):
+        header = path.read_text()
+        problem = re.search(r"^# problem: (\S+)", header, re.M)
+        expect = re.search(r"^# expect: (.*)$", header, re.M)
+        hack = re.search(r"^# hack: (.*?)(?: --|$)", header, re.M)
+        flags = re.search(r"flags: (\S+)", expect.group(1)) if expect else None
+        found.append(Candidate(path, problem_path(problem.group(1)), "adversarial",
+                               expect_pass=bool(expect and expect.group(1).startswith("pass")),
+                               expect_flags=flags.group(1).split("|") if flags else [],
+                               hack=hack.group(1).strip() if hack else path.stem))
+    return found
+
+
+def overrides_for(problem: Path, sizes: str) -> dict:
+    return dict(BENCH_OVERRIDES.get(problem.stem, {})) if sizes == "bench" else {}
+
+
+def precompile(candidates: list[Candidate], cache_dir: Path, workers: int) -> dict[str, float]:
+    """Build every CUDA candidate's extension in parallel processes with CUDA hidden (compile.py's
+    documented precompile path); returns seconds per candidate (negative: the build failed)."""
+    import torch
+
+    from kernelwright.judge.compile import arch_list_for, precompile_env
+
+    arch = arch_list_for(torch.cuda.get_device_capability()) if torch.cuda.is_available() else "9.0"
+    env = {**os.environ, **precompile_env(cache_dir, arch), "PYTHONPATH": str(REPO)}
+    script = ("import sys; from kernelwright.judge.compile import install_build_cache; "
+              "install_build_cache(sys.argv[1]); from kernelwright.problem import load_candidate; "
+              "load_candidate(sys.argv[2])")
+
+    def build(candidate: Candidate) -> tuple[str, float]:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", script, str(cache_dir), str(candidate.path)],
+                              capture_output=True, text=True, env=env, timeout=900)
+        seconds = time.perf_counter() - start
+        return candidate.label, seconds if done.returncode == 0 else -seconds
+
+    cuda = [c for c in candidates if "load_inline" in c.path.read_text()]
+    if not cuda:
+        return {}
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        return dict(pool.map(build, cuda))
+
+
+def flag_summary(verdict) -> str:
+    return ",".join(f"{f.code}:{f.severity[0].upper()}" for f in verdict.flags if f.severity != "info") or "-"
+
+
+def fmt(value, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = [" | ".join(str(c).ljust(w) for c, w in zip(header, widths)), "-+-".join("-" * w for w in widths)]
+    lines += [" | ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    return text
+
+
+def out_dir() -> Path:
+    path = Path(os.environ.get("OUT") or "/tmp/kernelwright_bench_out")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_json(path: Path, data) -> None:
+    path.write_text(json.dumps(data, indent=1, default=str))

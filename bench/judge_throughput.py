@@ -1,0 +1,206 @@
+"""How fast the judge gets through candidates, and how far its timings can be trusted.
+
+    PYTHONPATH=. python bench/judge_throughput.py [--n 10] [--budget-s 540] [--compile-workers 16]
+
+1. Throughput, in candidates judged per GPU-minute (wall time of the batch, the GPU held
+   throughout), through `JudgePool(config, compile_workers=N).judge_many(...)`:
+   CUDA cold (empty build cache: N distinct extensions, made by varying a harmless constant in the
+   ReLU candidate so their hashes differ), CUDA cached (the same N again), Triton (N distinct
+   kernels). Targets: >= 30 CUDA/min with parallel compile, >= 60 Triton/min.
+2. Repeat spread: the same candidate judged 5 times, each in its own process;
+   (max - min) / median of the medians. Target <= 2%.
+3. Agreement with Nsight Compute: timing.measure's median against ncu's gpu__time_duration.sum
+   (caches flushed, clocks not locked, as timing.measure runs) on kernels of >= 50 µs.
+   Target within 3%.
+Sections run in that order and are skipped once --budget-s is spent. Writes $OUT/judge_throughput.json.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evidence_common import CANDIDATES, REPO, fmt, out_dir, print_table, problem_path, write_json
+
+RELU = "19_ReLU"
+SMALL_RELU = {"batch_size": 64}  # 25M elements: ~70 µs of memory traffic, seconds of input generation less
+NCU_CASES = ("relu_64M", "matmul_fp32_4096", "softmax_4096x16384", "sum_dim1_16x4096x4095", "matmul_bf16_8192",
+             "copy_256MiB")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=8, help="candidates per throughput batch")
+    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--compile-workers", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (Triton only, no ncu)")
+    return parser.parse_args()
+
+
+def variants(backend: str, count: int, folder: Path) -> list[Path]:
+    """`count` copies of the ReLU candidate that differ only in a harmless constant."""
+    source = (CANDIDATES / f"{RELU}__{backend}.py").read_text()
+    paths = []
+    for i in range(count):
+        if backend == "cuda":
+            text = source.replace('CUDA_SRC = r"""', f'CUDA_SRC = r"""\n#define KW_VARIANT {i}', 1)
+        else:  # a different constant inside the jitted function: a different Triton cache key
+            text = source.replace("    mask = offs < n\n", f"    mask = offs < n + 0 * {i}\n", 1)
+        assert text != source, "the variant marker was not found in the candidate"
+        path = folder / f"{RELU}__{backend}_v{i}.py"
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+def throughput(label: str, paths: list[Path], config, workers: int) -> dict:
+    from kernelwright.judge.pool import JudgePool
+
+    problem = problem_path(RELU)
+    start = time.perf_counter()
+    verdicts = JudgePool(config, compile_workers=workers).judge_many([(problem, p) for p in paths])
+    wall = time.perf_counter() - start
+    passed = sum(v.passed for v in verdicts)
+    cached = sum(bool(v.compile and v.compile.cached) for v in verdicts)
+    compile_s = [v.compile.seconds for v in verdicts if v.compile]
+    result = {"label": label, "n": len(paths), "passed": passed, "compile_cached": cached, "wall_s": wall,
+              "per_gpu_minute": len(paths) / (wall / 60), "median_compile_s": statistics.median(compile_s) if compile_s else None,
+              "median_process_s": statistics.median(v.process.wall_s for v in verdicts if v.process),
+              "errors": [v.error for v in verdicts if not v.passed][:3]}
+    print(f"{label}: {result['per_gpu_minute']:.1f} candidates/GPU-minute ({len(paths)} in {wall:.0f} s, "
+          f"{passed} passed, {cached} cached builds)", flush=True)
+    return result
+
+
+def repeat_spread(path: Path, config, repeats: int) -> dict:
+    from kernelwright.judge import judge
+
+    medians = []
+    for _ in range(repeats):
+        verdict = judge(problem_path(RELU), path, config)
+        if verdict.timing:
+            medians.append(verdict.timing.median_ms)
+    if len(medians) < 2:
+        return {"medians_ms": medians, "spread": None}
+    spread = (max(medians) - min(medians)) / statistics.median(medians)
+    print(f"repeat spread over {len(medians)} processes: {spread:.2%} (medians {medians})", flush=True)
+    return {"medians_ms": medians, "spread": spread}
+
+
+def ncu_agreement(deadline: float) -> dict:
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if Path(p).exists()), None)
+    if not ncu:
+        return {"error": "ncu not found"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    script = str(REPO / "bench" / "ncu_cases.py")
+    measured = json.loads(subprocess.run([sys.executable, script, "measure"], capture_output=True, text=True,
+                                         env=env, timeout=300, check=True).stdout.strip().splitlines()[-1])
+    result = {}
+    for case in NCU_CASES:
+        if time.perf_counter() > deadline:
+            result[case] = {"skipped": "budget"}
+            continue
+        calls, warm = 13, 3
+        command = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--cache-control", "all",
+                   "--clock-control", "none", sys.executable, script, "run", case, str(calls)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        durations = _ncu_durations_ms(done.stdout)
+        if not durations or len(durations) % calls:
+            result[case] = {"error": f"{len(durations)} kernels for {calls} calls", "tail": done.stdout[-500:] + done.stderr[-500:]}
+            continue
+        per_call = len(durations) // calls
+        sums = [sum(durations[i * per_call:(i + 1) * per_call]) for i in range(warm, calls)]
+        ncu_ms, ours = statistics.median(sums), measured[case]["median_ms"]
+        result[case] = {"ncu_ms": ncu_ms, "measure_ms": ours, "kernels_per_call": per_call,
+                        "diff_pct": (ours - ncu_ms) / ncu_ms * 100}
+        print(f"ncu {case}: ncu {ncu_ms:.4f} ms, timing.measure {ours:.4f} ms ({result[case]['diff_pct']:+.1f}%)",
+              flush=True)
+    return result
+
+
+def _ncu_durations_ms(text: str) -> list[float]:
+    """gpu__time_duration.sum of each profiled kernel, in launch order, in milliseconds."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    durations = []
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        unit = row.get("Metric Unit", "nsecond")
+        durations.append(value * {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit, 1e-6))
+    return durations
+
+
+def main() -> int:
+    args = parse_args()
+    if args.device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from kernelwright.judge import JudgeConfig
+
+    started = time.perf_counter()
+    deadline = started + args.budget_s
+    out = out_dir()
+    record: dict = {"args": vars(args), "sections": {}}
+    with tempfile.TemporaryDirectory(prefix="kw_throughput_") as tmp:
+        tmp = Path(tmp)
+        cache = tmp / "cache"
+        config = JudgeConfig(device=args.device, overrides=dict(SMALL_RELU), baselines=(), cache_dir=str(cache),
+                             timeout_s=120.0, compile_timeout_s=400.0)
+        cuda = variants("cuda", args.n, tmp)
+        triton = variants("triton", args.n, tmp)
+        steps = [
+            ("cuda_cold", lambda: throughput("CUDA cold", cuda, config, args.compile_workers)),
+            ("cuda_cached", lambda: throughput("CUDA cached", cuda, config, args.compile_workers)),
+            ("triton", lambda: throughput("Triton", triton, config, args.compile_workers)),
+            ("repeat_spread", lambda: repeat_spread(CANDIDATES / f"{RELU}__triton.py", config, args.repeats)),
+            ("ncu_agreement", lambda: ncu_agreement(deadline)),
+        ]
+        if args.device == "cpu":  # no CUDA extensions, no ncu without a GPU
+            steps = [step for step in steps if step[0] in ("triton", "repeat_spread")]
+        for name, step in steps:
+            if time.perf_counter() > deadline:
+                record["sections"][name] = {"skipped": "budget"}
+                continue
+            try:
+                record["sections"][name] = step()
+            except Exception as exc:  # one failed section must not lose the others
+                record["sections"][name] = {"error": f"{type(exc).__name__}: {exc}"}
+            write_json(out / "judge_throughput.json", record)
+    print_summary(record)
+    write_json(out / "judge_throughput.json", record)
+    return 0
+
+
+def print_summary(record: dict) -> None:
+    sections = record["sections"]
+    rows = []
+    for key, target in (("cuda_cold", 30), ("cuda_cached", 30), ("triton", 60)):
+        s = sections.get(key, {})
+        rows.append([key, fmt(s.get("per_gpu_minute"), ".1f"), f">= {target}/min", f"{s.get('passed', '-')}/{s.get('n', '-')}",
+                     fmt(s.get("median_process_s"), ".1f"), s.get("error") or s.get("skipped") or ""])
+    spread = sections.get("repeat_spread", {})
+    rows.append(["repeat_spread", fmt(spread.get("spread") * 100 if spread.get("spread") is not None else None, ".2f") + "%",
+                 "<= 2%", "", "", spread.get("error") or spread.get("skipped") or ""])
+    for case, s in (sections.get("ncu_agreement") or {}).items():
+        if isinstance(s, dict):
+            rows.append([f"ncu {case}", fmt(s.get("diff_pct"), "+.2f") + "%", "within 3%", fmt(s.get("ncu_ms"), ".4f"),
+                         fmt(s.get("measure_ms"), ".4f"), s.get("error") or s.get("skipped") or ""])
+    print("\n=== judge throughput and timing trust ===")
+    print_table(rows, ["measure", "value", "target", "passed / ncu ms", "proc s / ours ms", "note"])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

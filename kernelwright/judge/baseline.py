@@ -1,0 +1,233 @@
+"""What a candidate must beat: the reference under torch eager and torch.compile, timed alike.
+
+Each baseline is timed with `timing.measure` in its own subprocess (`python -m
+kernelwright.judge.baseline ...`) that loads only the problem: no candidate code ever shares its
+process, so nothing a candidate patches can touch a baseline. Results are cached on disk, one JSON
+file per baseline kind, keyed by the problem file's content, the size overrides, the device name,
+the torch version, the precision setting and the timing parameters; a later candidate of the same
+problem reuses them.
+
+Kinds: "eager", "compile_default" (torch.compile()), "compile_max_autotune" (mode="max-autotune").
+On the CPU only "eager" runs unless asked (`allow_cpu_compile`): compiling on the CPU needs a C++
+compiler, is slow, and says nothing about GPU speed.
+
+Sizes: pass the problem's effective overrides (`Problem.overrides` after any shrink); the
+subprocess loads the problem with exactly those and never shrinks on its own.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .config import JudgeConfig
+from .verdict import Baselines, TimingStats
+
+KINDS = ("eager", "compile_default", "compile_max_autotune")
+_COMPILE_MODE = {"compile_default": None, "compile_max_autotune": "max-autotune"}
+_TIMING_FIELDS = ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2", "cuda_graph")
+
+
+def cache_root(config: JudgeConfig) -> Path:
+    from .env import cache_root as judge_cache
+
+    return judge_cache(config.cache_dir) / "baselines"
+
+
+def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config: JudgeConfig, device: str,
+              kind: str) -> dict[str, Any]:
+    """Everything a baseline time depends on (the problem by content, not by path)."""
+    import torch
+
+    from .env import device_name
+
+    source = Path(problem_path).read_bytes()
+    key = {
+        "problem_sha256": hashlib.sha256(source).hexdigest(),
+        "overrides": repr(sorted((overrides or {}).items())),
+        "device": device_name(device),
+        "torch": torch.__version__,
+        "kind": kind,
+        "seed": config.seed,
+        "allow_tf32": config.allow_tf32,
+        "timing": {name: getattr(config, name) for name in _TIMING_FIELDS},
+    }
+    if kind != "eager":
+        key["triton"] = _triton_version()
+    return key
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+
+        return triton.__version__
+    except Exception:  # torch.compile without triton (CPU): the C++ backend decides
+        return ""
+
+
+def cache_file(problem_path, key: dict[str, Any], config: JudgeConfig) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return cache_root(config) / f"{Path(problem_path).stem}__{key['kind']}__{digest}.json"
+
+
+def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool) -> tuple[list[str], dict[str, str]]:
+    """(kinds to time, kinds skipped -> why)."""
+    kinds, skipped = [], {}
+    for kind in config.baselines:
+        if kind not in KINDS:
+            skipped[kind] = f"unknown baseline {kind!r}; known: {', '.join(KINDS)}"
+        elif kind != "eager" and not str(device).startswith("cuda") and not allow_cpu_compile:
+            skipped[kind] = "skipped on CPU: torch.compile there needs a C++ toolchain and measures nothing about GPUs"
+        else:
+            kinds.append(kind)
+    return kinds, skipped
+
+
+def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | None, config: JudgeConfig,
+                  device: str, allow_cpu_compile: bool = False) -> Baselines:
+    """Baseline timings for the problem at these sizes on `device`; failures go to `.errors`."""
+    overrides = dict(overrides or {})
+    kinds, errors = wanted_kinds(config, device, allow_cpu_compile)
+    result = Baselines(errors=dict(errors))
+    hits = []
+    for kind in kinds:
+        key = cache_key(problem_path, overrides, config, device, kind)
+        path = cache_file(problem_path, key, config)
+        stats = _read_cached(path, key)
+        hits.append(stats is not None)
+        if stats is None:
+            stats, error = _run_subprocess(problem_path, overrides, config, device, kind)
+            if error:
+                result.errors[kind] = error
+                continue
+            _write_cached(path, key, stats)
+        setattr(result, kind, stats)
+    result.cached = bool(hits) and all(hits)
+    return result
+
+
+def speedups(timing: TimingStats, baselines: Baselines | None) -> dict[str, float]:
+    """Baseline median / candidate median per baseline kind (above 1: the candidate is faster)."""
+    if baselines is None or timing is None or timing.median_ms <= 0:
+        return {}
+    out = {}
+    for kind in KINDS:
+        base = getattr(baselines, kind)
+        if base is not None and base.median_ms > 0:
+            out[kind] = base.median_ms / timing.median_ms
+    return out
+
+
+# ---------------------------------------------------------------- cache files
+
+
+def _read_cached(path: Path, key: dict[str, Any]) -> TimingStats | None:
+    try:
+        data = json.loads(path.read_text())
+        if data.get("key") != key:
+            return None
+        return TimingStats(**data["timing"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_cached(path: Path, key: dict[str, Any], stats: TimingStats) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    record = {"key": key, "timing": asdict(stats), "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    tmp.write_text(json.dumps(record, indent=2))
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- the subprocess
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _run_subprocess(problem_path, overrides, config: JudgeConfig, device: str, kind: str):
+    """(TimingStats, None) or (None, error paragraph)."""
+    timeout = config.timeout_s + (config.compile_timeout_s if kind != "eager" else 0)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="kw_baseline_") as tmp:
+        out = Path(tmp) / "result.json"
+        command = [sys.executable, "-m", "kernelwright.judge.baseline", "--problem", str(Path(problem_path).resolve()),
+                   "--kind", kind, "--device", device, "--overrides", repr(overrides),
+                   "--config", json.dumps(config.to_dict()), "--out", str(out)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return None, f"{kind} baseline timed out after {timeout:.0f} s"
+        try:
+            data = json.loads(out.read_text())
+        except (OSError, ValueError):
+            tail = (done.stderr or done.stdout or "").strip()[-1500:]
+            return None, f"{kind} baseline process exited with code {done.returncode}: {tail}"
+    if "error" in data:
+        return None, data["error"]
+    return TimingStats(**data["timing"]), None
+
+
+def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeConfig, device: str,
+                  kind: str) -> TimingStats:
+    """Run inside the subprocess: build the reference, optionally compile it, and time it."""
+    import torch
+
+    from kernelwright.problem import load_problem
+
+    from .timing import measure
+
+    torch.backends.cuda.matmul.allow_tf32 = config.allow_tf32
+    torch.backends.cudnn.allow_tf32 = config.allow_tf32
+    problem = load_problem(problem_path, overrides, shrink=False)
+    model = problem.make_model(config.seed, device=device)
+    inputs = problem.make_inputs(config.seed, "given", device=device)
+    if kind != "eager":
+        mode = _COMPILE_MODE[kind]
+        model = torch.compile(model, mode=mode) if mode else torch.compile(model)
+
+    def call():
+        with torch.no_grad():
+            return model(*inputs)
+
+    stats, _ = measure(call, config, device)
+    if kind != "eager":
+        stats.note = (stats.note + "; " if stats.note else "") + f"torch.compile({_COMPILE_MODE[kind] or 'default'})"
+    return stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Time one baseline of a problem (used by get_baselines).")
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--kind", required=True, choices=KINDS)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--overrides", default="{}", help="a Python dict literal")
+    parser.add_argument("--config", default="{}", help="JudgeConfig as JSON")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    try:
+        config = JudgeConfig.from_dict(json.loads(args.config))
+        stats = time_baseline(args.problem, ast.literal_eval(args.overrides), config, args.device, args.kind)
+        record: dict[str, Any] = {"timing": asdict(stats)}
+    except Exception as exc:  # the parent reports it as Baselines.errors[kind]
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        record = {"error": f"{args.kind} baseline failed: {type(exc).__name__}: {exc}\n" + "".join(lines)[-1500:]}
+    Path(args.out).write_text(json.dumps(record))
+    return 0 if "timing" in record else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The machine a verdict was measured on, recorded beside every timing.
+
+Numbers from different GPUs, drivers or library versions are not comparable; the verdict carries
+this record so a reader can tell. Every probe is guarded: a missing tool leaves its field empty,
+and `environment()` never raises.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import shutil
+import socket
+import subprocess
+from typing import Any, Callable
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None):
+    """Where the judge keeps builds, baselines and peaks: `cache_dir` if given, else $KW_CACHE_DIR
+    (the judge sets it for its sandboxed workers, whose HOME is a scratch folder), else
+    ~/.cache/kernelwright."""
+    from pathlib import Path
+
+    chosen = cache_dir or os.environ.get("KW_CACHE_DIR") or Path.home() / ".cache" / "kernelwright"
+    return Path(chosen).expanduser()
+
+
+def _safe(probe: Callable[[], Any], default: Any = None) -> Any:
+    try:
+        return probe()
+    except Exception:  # a probe that fails only leaves its field empty
+        return default
+
+
+def _run(*command: str) -> str:
+    if not shutil.which(command[0]):
+        return ""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=20)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+@functools.lru_cache(maxsize=None)
+def driver_version() -> str:
+    """The NVIDIA driver release (e.g. "570.124.06") from nvidia-smi, else the CUDA driver API
+    version from libcuda ("cuda-12080"), else ""."""
+    release = _safe(lambda: _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), "")
+    if release:
+        return release.splitlines()[0].strip()
+    return _safe(_libcuda_version, "") or ""
+
+
+def _libcuda_version() -> str:
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    version = ctypes.c_int()
+    if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+        return ""
+    return f"cuda-{version.value}"
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version() -> str:
+    """'13.0.88' from `nvcc --version`, or '' when nvcc is not found."""
+    from .compile import nvcc_path
+
+    nvcc = _safe(nvcc_path)
+    text = _safe(lambda: _run(nvcc, "--version"), "") if nvcc else ""
+    for part in text.replace(",", " ").split():
+        if part.startswith("V") and part[1:2].isdigit():
+            return part[1:]
+    return ""
+
+
+def device_name(device: str = "cuda") -> str:
+    """The GPU's name, or 'cpu:<processor>' for CPU runs: the key for cached peaks and baselines."""
+    import torch
+
+    if str(device).startswith("cuda") and _safe(torch.cuda.is_available, False):
+        return _safe(lambda: torch.cuda.get_device_name(torch.device(device)), "cuda") or "cuda"
+    return f"cpu:{platform.processor() or platform.machine()}"
+
+
+def _gpu(device: str) -> dict[str, Any]:
+    import torch
+
+    dev = torch.device(device)
+    props = torch.cuda.get_device_properties(dev)
+    return {
+        "gpu": props.name,
+        "capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "memory_gb": round(props.total_memory / 2**30, 1),
+        "l2_mb": round(getattr(props, "L2_cache_size", 0) / 2**20, 1),
+        "cuda_runtime": torch.version.cuda,
+        "driver": driver_version(),
+    }
+
+
+def environment(device: str = "cuda") -> dict[str, Any]:
+    """GPU, capability, SM count, memory, L2, driver, CUDA runtime, torch, triton, python, nvcc, host."""
+    import torch
+
+    env: dict[str, Any] = {
+        "device": str(device),
+        "torch": torch.__version__,
+        "triton": _safe(lambda: __import__("triton").__version__, ""),
+        "numpy": _safe(lambda: __import__("numpy").__version__, ""),
+        "python": platform.python_version(),
+        "nvcc": nvcc_version(),
+        "hostname": _safe(socket.gethostname, ""),
+        "platform": _safe(platform.platform, ""),
+    }
+    if str(device).startswith("cuda") and _safe(torch.cuda.is_available, False):
+        env.update(_safe(lambda: _gpu(device), {}) or {})
+    else:
+        env["cpu"] = _safe(lambda: platform.processor() or platform.machine(), "")
+        env["cpu_threads"] = _safe(torch.get_num_threads, None)
+    return env

@@ -1,0 +1,103 @@
+"""The speed-of-light floor: how fast a problem could possibly run on this device.
+
+floor_ms = max(FLOPs / peak FLOP rate, minimal bytes / peak bandwidth), where
+- FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts for one forward of the
+  reference on the meta device (matrix products, convolutions, attention; elementwise work is not
+  counted, so the floor errs low, never high);
+- minimal bytes are every input, output, parameter and buffer moved once;
+- the peaks are the device's measured ceilings (peaks.py) or, on a cold start, datasheet values,
+  marked as such in `Floor.peak_source`.
+
+Which matrix rate applies depends on the reference's dtype. A float32 reference runs on the CUDA
+cores (fp32 peak, ~67 TFLOP/s on an H100) unless TF32 is allowed for the run; bf16/fp16 use the
+tensor-core rates. A candidate faster than the floor is suspicious: it skipped work or its timing
+is wrong (`apply`).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from .peaks import Peaks, peaks_for
+from .verdict import REJECT, WARN, Flag, Floor, TimingStats
+
+REJECT_BELOW = 0.5  # measured < 0.5 x floor is rejected, < 1 x floor warned
+
+_PEAK_KIND = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
+
+
+def peak_kind(dtype: torch.dtype, allow_tf32: bool = False) -> str:
+    """The matmul rate a reference of this dtype is entitled to (TF32 only when the run allows it)."""
+    kind = _PEAK_KIND.get(dtype, "fp32")
+    return "tf32" if kind == "fp32" and allow_tf32 else kind
+
+
+def dominant_dtype(problem) -> torch.dtype:
+    """The floating dtype holding the most elements among inputs and parameters (meta device)."""
+    counts: dict[torch.dtype, int] = {}
+    with torch.device("meta"):
+        torch.manual_seed(0)
+        tensors = [x for x in problem.module.get_inputs() if isinstance(x, torch.Tensor)]
+        try:
+            tensors += list(problem.Model(*problem.module.get_init_inputs()).state_dict().values())
+        except Exception:  # a constructor meta cannot run: inputs decide
+            pass
+    for tensor in tensors:
+        if tensor.is_floating_point():
+            counts[tensor.dtype] = counts.get(tensor.dtype, 0) + tensor.numel()
+    return max(counts, key=counts.get) if counts else torch.float32
+
+
+def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: bool = False) -> Floor | None:
+    """The floor for `problem` (a loaded Problem) on `device`; None when no peaks are known (CPU
+    without a peaks table, an unknown GPU before `kernelwright device-peaks`) or nothing is counted."""
+    from kernelwright.problem.shrink import measure
+
+    peaks = peaks or peaks_for(device)
+    if peaks is None:
+        return None
+    try:
+        footprint = measure(problem)
+        kind = peak_kind(dominant_dtype(problem), allow_tf32)
+    except Exception:  # a problem the meta device cannot describe has no floor
+        return None
+    return floor_from(footprint.flops, footprint.bytes, peaks, kind)
+
+
+def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str) -> Floor | None:
+    tflops = peaks.tflops.get(kind) or peaks.tflops.get("fp32")
+    if not tflops or not peaks.copy_gbps or (flops <= 0 and nbytes <= 0):
+        return None
+    compute_ms = flops / (tflops * 1e12) * 1e3
+    memory_ms = nbytes / (peaks.copy_gbps * 1e9) * 1e3
+    return Floor(
+        flops=float(flops),
+        bytes=float(nbytes),
+        peak_tflops=float(tflops),
+        peak_gbps=float(peaks.copy_gbps),
+        floor_ms=max(compute_ms, memory_ms),
+        bound="compute" if compute_ms > memory_ms else "memory",
+        peak_kind=kind,
+        peak_source=peaks.source,
+    )
+
+
+def apply(floor: Floor, timing: TimingStats, reject_below: float = REJECT_BELOW) -> tuple[Floor, list[Flag]]:
+    """The floor with pct_of_floor = floor / measured x 100, and a flag when measured < floor.
+
+    Faster than the floor is a WARN (suspicious: the measured peaks are what the library reached,
+    and a counted input might legitimately go unread); faster than half the floor is a REJECT
+    (work was skipped or the clock was fooled).
+    """
+    if timing.median_ms <= 0:
+        return dataclasses.replace(floor), [Flag("faster_than_floor", REJECT, "measured time is zero")]
+    pct = floor.floor_ms / timing.median_ms * 100
+    result = dataclasses.replace(floor, pct_of_floor=pct)
+    detail = (f"{timing.median_ms:.4g} ms measured against a floor of {floor.floor_ms:.4g} ms "
+              f"({floor.bound}-bound; {floor.peak_source} peaks)")
+    if timing.median_ms < reject_below * floor.floor_ms:
+        return result, [Flag("faster_than_floor", REJECT, f"impossible speed: {detail}")]
+    if timing.median_ms < floor.floor_ms:
+        return result, [Flag("faster_than_floor", WARN, f"suspicious: faster than the speed-of-light floor: {detail}")]
+    return result, []
