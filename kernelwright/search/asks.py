@@ -1,0 +1,102 @@
+"""What the engine asks for, and the results it is told.
+
+An ask is plain data: a driver may answer it in this process, write it to a folder for a person or
+another machine, or store it and answer it after a restart. Every ask and result round-trips
+through `to_dict()` / `from_dict()` (JSON-safe), because the run store keeps them as the replay log.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from kernelwright.llm.types import Completion, CompletionRequest
+
+from .results import AskFailure, EvalResult
+
+
+@dataclass
+class CompletionAsk:
+    """A prompt for one agent ("planner", "coder", "repairer", "analyst") of one expansion job."""
+
+    id: str
+    agent: str
+    request: CompletionRequest
+    job_id: str = ""
+    kind: str = "completion"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "completion", "id": self.id, "agent": self.agent, "job_id": self.job_id,
+                "request": self.request.to_dict(with_metadata=False)}
+
+
+@dataclass
+class EvaluationAsk:
+    """Candidate code to judge. `kind` is "judge" (correctness + timing) for now."""
+
+    id: str
+    candidate_id: str
+    code: str
+    job_id: str = ""
+    kind: str = "judge"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "evaluation", "id": self.id, "candidate_id": self.candidate_id,
+                "code": self.code, "job_id": self.job_id, "kind": self.kind}
+
+
+Ask = Union[CompletionAsk, EvaluationAsk]
+Result = Union[Completion, EvalResult, AskFailure]
+
+
+def ask_from_dict(data: dict[str, Any]) -> Ask:
+    kind = data.get("type")
+    if kind == "completion":
+        return CompletionAsk(id=data["id"], agent=data["agent"], job_id=data.get("job_id", ""),
+                             request=CompletionRequest.from_dict(data["request"]))
+    if kind == "evaluation":
+        return EvaluationAsk(id=data["id"], candidate_id=data["candidate_id"], code=data["code"],
+                             job_id=data.get("job_id", ""), kind=data.get("kind", "judge"))
+    raise ValueError(f"unknown ask type {kind!r}")
+
+
+def ask_hash(ask: Ask) -> str:
+    """sha256 of the ask's canonical JSON: a stored ask and a re-created one match when equal."""
+    canonical = json.dumps(ask.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def result_to_dict(result: Result) -> dict[str, Any]:
+    """Tagged JSON of a result, for the replay log."""
+    if isinstance(result, Completion):
+        return {"type": "completion", **result.to_dict()}
+    if isinstance(result, EvalResult):
+        return {"type": "evaluation", **result.to_dict()}
+    if isinstance(result, AskFailure):
+        return {"type": "failure", **dataclasses.asdict(result)}
+    raise TypeError(f"cannot store a result of type {type(result).__name__}")
+
+
+def result_from_dict(data: dict[str, Any]) -> Result:
+    data = dict(data)
+    kind = data.pop("type", None)
+    if kind == "completion":
+        return Completion.from_dict(data)
+    if kind == "evaluation":
+        return EvalResult.from_dict(data)
+    if kind == "failure":
+        return AskFailure(**data)
+    raise ValueError(f"unknown result type {kind!r}")
+
+
+@dataclass
+class Answer:
+    """What a driver's answerer returns: the result told to the engine plus what the store keeps
+    beside it (the full verdict JSON, the LLM call record), written in the same transaction."""
+
+    result: Result
+    verdict_json: str | None = None
+    llm_call: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,434 @@
+"""The ask/tell engine: a pure state machine that searches for a faster correct ModelNew.
+
+The engine does no I/O, reads no clock, calls no model and runs no judge. It hands out asks
+(`ask()`: prompts for agents, candidates to judge) and is told their results (`tell()`); drivers
+(drivers/) answer the asks however they like. New asks are created only inside `tell()`,
+`set_limits()` and the constructor, as a function of what was told, so the same sequence of
+tells always yields the same asks: a run is resumed by building a fresh engine and replaying
+the stored tells in order (the asks that had no result come out of `ask()` again).
+
+One expansion job turns a node into a new candidate:
+
+    [analyst] -> planner -> coder -> evaluation -> (failed?) repairer -> evaluation ... (<= K)
+
+Each step is one ask; a job has at most one ask out at a time. The strategy chooses which node
+a job expands, and learns the job's final candidate when it ends.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from kernelwright.agents.types import Code, Diagnosis, ParseFailure, Plan
+from kernelwright.llm.types import Completion, CompletionRequest, Message
+from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_key
+
+from .asks import Ask, CompletionAsk, EvaluationAsk, Result
+from .budget import Budget, Limits
+from .context import ContextBuilder, SkillRetriever
+from .problem_info import ProblemInfo
+from .results import AskFailure, EvalResult
+from .settings import Settings
+from .strategies import SearchState, Strategy, make_strategy
+from .tree import FAILED, INVALID, PASSED, ROOT_ID, Node, Tree
+from .values import node_value
+
+AGENT_NAMES = ("planner", "coder", "repairer", "analyst")
+# job stages
+ANALYZE, PLAN, CODE, EVALUATE, REPAIR = "analyze", "plan", "code", "evaluate", "repair"
+
+
+class EngineError(RuntimeError):
+    """The engine was told something it did not ask (a replay log that does not match)."""
+
+
+@dataclass
+class Job:
+    id: str
+    parent_id: str  # the node this job expands (its search parent)
+    action: str  # "draft" (from the reference) or "improve"
+    stage: str = PLAN
+    plan: Plan | None = None
+    plan_text: str = ""
+    approach_key: str = "unspecified"
+    skill_tags: list[str] = field(default_factory=list)
+    node_id: str | None = None  # latest candidate of this job
+    repairs: int = 0
+    retries: int = 0  # parse retries used at the current stage
+    feedback: list[Message] = field(default_factory=list)  # answer + parser feedback for a re-ask
+    ask_id: str | None = None  # the ask out now; None while waiting for a sibling planner
+    generation: int = 0  # beam search bookkeeping
+
+
+def default_agents(backend: str | None = None, prompt_dirs=None) -> dict[str, Any]:
+    """The built-in agents; the code writers check answers for `backend`."""
+    from kernelwright.agents import Analyst, Coder, Planner, Repairer
+
+    return {"planner": Planner(prompt_dirs), "coder": Coder(prompt_dirs, backend=backend),
+            "repairer": Repairer(prompt_dirs, backend=backend), "analyst": Analyst(prompt_dirs)}
+
+
+class Engine:
+    def __init__(self, problem: ProblemInfo, strategy: str | Strategy, budget: Limits | None = None,
+                 settings: Settings | None = None, rng_seed: int = 0, *,
+                 agents: Mapping[str, Any] | None = None, skills: SkillRetriever | None = None):
+        self.problem = problem
+        self.settings = settings or Settings()
+        self.strategy = make_strategy(strategy, self.settings) if isinstance(strategy, str) else strategy
+        self.budget = Budget(budget or Limits())
+        self.agents = dict(agents) if agents is not None else default_agents(problem.backend)
+        missing = [a for a in AGENT_NAMES if a not in self.agents]
+        if missing:
+            raise ValueError(f"agents missing: {', '.join(missing)}")
+        self.tree = Tree(problem.source)
+        self.trajectory = Trajectory()
+        self.contexts = ContextBuilder(problem, self.settings, skills)
+        self.rng = random.Random(rng_seed)
+        self.jobs: dict[str, Job] = {}  # active jobs, in start order
+        self.jobs_started = 0
+        self.stop_reason: str | None = None
+        self._outstanding: dict[str, Ask] = {}
+        self._ask_jobs: dict[str, str] = {}
+        self._ask_counter = 0
+        self._changed: set[str] = {ROOT_ID}
+        self._fill()
+
+    # ---- the public surface -------------------------------------------------------------
+
+    def ask(self) -> list[Ask]:
+        """Every ask not yet told, oldest first (the same list until something is told)."""
+        return list(self._outstanding.values())
+
+    def tell(self, ask_id: str, result: Result, elapsed_s: float | None = None) -> None:
+        """The result of one ask; `elapsed_s` is the run's active wall time now (for the budget)."""
+        if ask_id not in self._outstanding:
+            raise EngineError(f"ask {ask_id!r} is not outstanding (known: {', '.join(self._outstanding) or 'none'})")
+        ask = self._outstanding.pop(ask_id)
+        self.budget.advance(elapsed_s)
+        job = self.jobs[self._ask_jobs.pop(ask_id)]
+        job.ask_id = None
+        if isinstance(result, Completion):
+            self.budget.record_completion(result.usage.total_tokens, result.cost_usd)
+        if isinstance(result, AskFailure) and result.kind == "BudgetExceeded":
+            self.stop_reason = self.stop_reason or f"LLM budget: {result.message}"
+        handler = {ANALYZE: self._on_analysis, PLAN: self._on_plan, CODE: self._on_code,
+                   EVALUATE: self._on_evaluation, REPAIR: self._on_repair}[job.stage]
+        handler(job, ask, result)
+        self._fill()
+
+    def set_limits(self, limits: Limits, elapsed_s: float | None = None) -> None:
+        """New budget limits (a resumed run with a larger budget); may start new jobs."""
+        self.budget.limits = limits
+        self.budget.advance(elapsed_s)
+        if self.stop_reason and self.stop_reason.startswith("budget"):
+            self.stop_reason = None
+        self._fill()
+
+    @property
+    def done(self) -> bool:
+        return not self.jobs and not self._outstanding
+
+    def best(self) -> Node | None:
+        return self.tree.best(self.settings.objective)
+
+    def take_changed(self) -> list[Node]:
+        """Nodes created or updated since the last call (the driver mirrors them to the store)."""
+        changed = [self.tree[i] for i in sorted(self._changed, key=lambda i: self.tree[i].order)]
+        self._changed.clear()
+        return changed
+
+    def snapshot(self) -> dict[str, Any]:
+        best = self.best()
+        return {"best_id": best.id if best else None,
+                "best_speedup": best.speedup(self.settings.objective) if best else None,
+                "candidates": len(self.tree) - 1, "passing": len(self.tree.passing()),
+                "active_jobs": len(self.jobs), "jobs_started": self.jobs_started,
+                "outstanding": len(self._outstanding), "spend": self.budget.spend.to_dict(),
+                "limits": self.budget.limits.to_dict(), "stop_reason": self.stop_reason,
+                "done": self.done}
+
+    # ---- starting jobs -------------------------------------------------------------------
+
+    def _state(self) -> SearchState:
+        return SearchState(self.tree, self.settings, list(self.jobs.values()), self.jobs_started, self.rng)
+
+    def _first_needs(self) -> tuple[int, int]:
+        """Calls and evaluations a new job needs at least (planner? + coder, one evaluation)."""
+        return (2 if self.settings.plan else 1), 1
+
+    def _reserved(self, exclude: Job | None = None) -> tuple[int, int]:
+        calls = evals = 0
+        for job in self.jobs.values():
+            if job is not exclude:
+                c, e = self._needs(job)
+                calls, evals = calls + c, evals + e
+        return calls, evals
+
+    def _after(self, stage: str) -> tuple[int, int]:
+        """Calls and evaluations the shortest path still takes after `stage`'s own ask."""
+        calls = {ANALYZE: (1 if self.settings.plan else 0) + 1, PLAN: 1}.get(stage, 0)
+        return calls, (0 if stage == EVALUATE else 1)
+
+    def _needs(self, job: Job) -> tuple[int, int]:
+        """What `job` still reserves: the rest of its path, plus its current ask if not yet made."""
+        calls, evals = self._after(job.stage)
+        if job.ask_id is None:
+            if job.stage == EVALUATE:
+                evals += 1
+            else:
+                calls += 1
+        return calls, evals
+
+    def _fill(self) -> None:
+        """Start jobs while there is room, budget and something the strategy wants expanded."""
+        self._unblock_waiting()
+        while len(self.jobs) < self.settings.parallel and self.stop_reason is None:
+            calls, evals = self._first_needs()
+            reserved_calls, reserved_evals = self._reserved()
+            why_not = self.budget.can_start(calls, evals, reserved_calls, reserved_evals)
+            if why_not:
+                self.stop_reason = f"budget: {why_not}"
+                break
+            parent_id = self.strategy.select(self._state())
+            if parent_id is None:
+                if not self.jobs:
+                    self.stop_reason = "search finished: the strategy has nothing left to expand"
+                break
+            self._start_job(parent_id)
+
+    def _start_job(self, parent_id: str) -> None:
+        self.jobs_started += 1
+        job = Job(id=f"j{self.jobs_started}", parent_id=parent_id,
+                  action="draft" if parent_id == ROOT_ID else "improve")
+        self.jobs[job.id] = job
+        self.strategy.started(job)
+        parent = self.tree[parent_id]
+        job.stage = PLAN if self.settings.plan else CODE
+        if (self.settings.analyst and parent_id != ROOT_ID and parent.eval is not None
+                and parent.diagnosis is None and self._optional_ok(job, 1 + self._first_needs()[0], 1)):
+            job.stage = ANALYZE
+        self._advance(job)
+
+    def _advance(self, job: Job) -> None:
+        """Issue the job's next ask for its current stage (or wait for a sibling planner)."""
+        if job.stage in (ANALYZE, PLAN) and self._parent_busy(job):
+            return  # one planner/analyst per node at a time: the next one sees the first's plan
+        if job.stage == ANALYZE and self.tree[job.parent_id].diagnosis is not None:
+            job.stage = PLAN if self.settings.plan else CODE  # a sibling job diagnosed it meanwhile
+            return self._advance(job)
+        agent = {ANALYZE: "analyst", PLAN: "planner", CODE: "coder", REPAIR: "repairer"}[job.stage]
+        self._ask_completion(job, agent)
+
+    def _parent_busy(self, job: Job) -> bool:
+        for other in self.jobs.values():
+            if other is not job and other.parent_id == job.parent_id and other.ask_id is not None \
+                    and other.stage in (ANALYZE, PLAN):
+                return True
+        return False
+
+    def _unblock_waiting(self) -> None:
+        for job in list(self.jobs.values()):
+            if job.ask_id is None and job.stage in (ANALYZE, PLAN):
+                self._advance(job)
+
+    # ---- asks ------------------------------------------------------------------------------
+
+    def _new_ask_id(self) -> str:
+        self._ask_counter += 1
+        return f"a{self._ask_counter}"
+
+    def _issue(self, job: Job, ask: Ask) -> None:
+        self._outstanding[ask.id] = ask
+        self._ask_jobs[ask.id] = job.id
+        job.ask_id = ask.id
+
+    def _ask_completion(self, job: Job, agent: str) -> None:
+        self.budget.spend.calls += 1
+        request = self._request(job, agent)
+        self._issue(job, CompletionAsk(self._new_ask_id(), agent, request, job.id))
+
+    def _ask_evaluation(self, job: Job, node: Node) -> None:
+        self.budget.spend.evals += 1
+        job.stage = EVALUATE
+        self._issue(job, EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id))
+
+    def _optional_ok(self, job: Job, calls: int, evals: int) -> bool:
+        """May `job` go off its reserved path (a repair, a re-ask, an analysis) needing `calls`
+        and `evals` from here on, without eating what the other jobs reserved?"""
+        reserved_calls, reserved_evals = self._reserved(exclude=job)
+        return (self.budget.soft_reason() is None
+                and self.budget.calls_left() >= calls + reserved_calls
+                and self.budget.evals_left() >= evals + reserved_evals)
+
+    def _request(self, job: Job, agent: str) -> CompletionRequest:
+        parent = self.tree[job.parent_id]
+        failure = None
+        context_parent: Node | None = parent
+        if agent == "repairer":
+            context_parent = self.tree[job.node_id]
+            failure = context_parent.reason
+        elif agent in ("planner", "coder"):
+            latest = self.tree.latest_failure(job.parent_id)
+            failure = latest.reason if latest is not None else None
+        in_progress = [(j.approach_key, j.plan.steps[0] if j.plan and j.plan.steps else j.plan_text)
+                       for j in self.jobs.values() if j is not job and j.plan_text]
+        ctx = self.contexts.build(agent, self.tree, self.trajectory, parent=context_parent,
+                                  failure=failure, plan=job.plan if agent != "planner" else None,
+                                  plan_text=job.plan_text, in_progress=in_progress)
+        request = self.agents[agent].request(ctx)
+        if job.feedback:
+            request = replace(request, messages=[*request.messages, *job.feedback])
+        if self.settings.temperature is not None:
+            request = replace(request, temperature=self.settings.temperature)
+        return request
+
+    # ---- results ---------------------------------------------------------------------------
+
+    def _parse(self, job: Job, agent: str, result: Result) -> Any:
+        """The parsed answer, a ParseFailure, or an AskFailure (passed through)."""
+        if isinstance(result, AskFailure):
+            return result
+        if not isinstance(result, Completion):
+            raise EngineError(f"{agent} ask of job {job.id} was answered with {type(result).__name__}")
+        return self.agents[agent].parse(result.text)
+
+    def _retry(self, job: Job, agent: str, result: Result, parsed: Any) -> bool:
+        """Re-ask with the parser's feedback when allowed; True when a new ask went out."""
+        if not isinstance(result, Completion) or job.retries >= self.settings.parse_retries:
+            return False
+        after_calls, after_evals = self._after(job.stage)
+        if not self._optional_ok(job, 1 + after_calls, after_evals):
+            return False
+        job.retries += 1
+        feedback = getattr(parsed, "feedback", "") or getattr(parsed, "reason", "") or str(parsed)
+        job.feedback = [Message("assistant", result.text or "(empty answer)"), Message("user", feedback)]
+        self._ask_completion(job, agent)
+        return True
+
+    def _next_stage(self, job: Job, stage: str) -> None:
+        job.stage, job.retries, job.feedback = stage, 0, []
+
+    def _on_analysis(self, job: Job, ask: Ask, result: Result) -> None:
+        parsed = self._parse(job, "analyst", result)
+        parent = self.tree[job.parent_id]
+        if isinstance(parsed, Diagnosis):
+            parent.diagnosis, parent.bottleneck = parsed.text, parsed.bottleneck or parent.bottleneck
+        else:
+            parent.diagnosis = ""  # asked once; an unusable answer is not asked again
+        self._changed.add(parent.id)
+        self._next_stage(job, PLAN if self.settings.plan else CODE)
+        self._advance(job)
+
+    def _on_plan(self, job: Job, ask: Ask, result: Result) -> None:
+        parsed = self._parse(job, "planner", result)
+        if isinstance(parsed, AskFailure):
+            return self._end_job(job, None)
+        if isinstance(parsed, Plan):
+            dead_end = self._dead_end(parsed)
+            if dead_end is not None and self._retry(job, "planner", result, dead_end):
+                return  # asked once more; a second proposal of the same idea is let through
+            job.plan, job.plan_text = parsed, parsed.to_markdown()
+            job.skill_tags = list(parsed.skill_tags)
+            job.approach_key = parsed.approach_key or approach_key(job.plan_text, parsed.skill_tags)
+        elif self._retry(job, "planner", result, parsed):
+            return
+        self._next_stage(job, CODE)  # without a usable plan the Coder works from the context alone
+        self._advance(job)
+
+    def _dead_end(self, plan: Plan) -> ParseFailure | None:
+        """Feedback for a plan whose approach the trajectory marks as a dead end, else None: the
+        prompt lists dead ends, this makes sure one is not redone because a model ignored it."""
+        key = (plan.approach_key or "").strip().lower()
+        if key not in self.trajectory.dead_ends():
+            return None
+        reason = f"approach `{key}` was already tried in this run and is a dead end"
+        return ParseFailure(agent="planner", reason=reason, feedback=(
+            f"The {reason} (see 'Already tried'). Propose a different approach, in the same answer "
+            "format as before."))
+
+    def _on_code(self, job: Job, ask: Ask, result: Result) -> None:
+        parsed = self._parse(job, "coder", result)
+        if isinstance(parsed, AskFailure):
+            return self._end_job(job, None)
+        if not isinstance(parsed, Code):
+            if self._retry(job, "coder", result, parsed):
+                return
+            node = self._new_node(job, parent_id=job.parent_id, action=job.action, code=None)
+            self._fail_unusable(node, parsed)
+            return self._end_job(job, node)
+        node = self._new_node(job, parent_id=job.parent_id, action=job.action, code=parsed.source)
+        self._next_stage(job, EVALUATE)
+        self._ask_evaluation(job, node)
+
+    def _on_repair(self, job: Job, ask: Ask, result: Result) -> None:
+        failed = self.tree[job.node_id]
+        parsed = self._parse(job, "repairer", result)
+        if isinstance(parsed, AskFailure):
+            return self._end_job(job, failed)
+        if not isinstance(parsed, Code):
+            if self._retry(job, "repairer", result, parsed):
+                return
+            return self._end_job(job, failed)
+        node = self._new_node(job, parent_id=failed.id, action="repair", code=parsed.source)
+        self._next_stage(job, EVALUATE)
+        self._ask_evaluation(job, node)
+
+    def _on_evaluation(self, job: Job, ask: Ask, result: Result) -> None:
+        node = self.tree[job.node_id]
+        if isinstance(result, AskFailure):  # the judge itself failed: repairing the code cannot help
+            node.status, node.reason = FAILED, f"evaluation failed ({result.kind}): {result.message}"
+            self._record(node, "crash")
+            return self._end_job(job, node)
+        if not isinstance(result, EvalResult):
+            raise EngineError(f"evaluation ask {ask.id} was answered with {type(result).__name__}")
+        node.eval = result
+        node.status = PASSED if result.passed else FAILED
+        node.reason = result.error
+        node.bottleneck = result.bottleneck
+        node.value = node_value(node, self.settings.objective)
+        self._record(node, result.outcome)
+        if node.passed or not self._may_repair(job):
+            return self._end_job(job, node)
+        node.repairs += 1
+        job.repairs += 1
+        self._next_stage(job, REPAIR)
+        self._ask_completion(job, "repairer")
+
+    def _may_repair(self, job: Job) -> bool:
+        return job.repairs < self.settings.max_repairs and self._optional_ok(job, 1, 1)
+
+    # ---- nodes, memory, job end -------------------------------------------------------------
+
+    def _new_node(self, job: Job, parent_id: str, action: str, code: str | None) -> Node:
+        node = Node(id=self.tree.new_id(), parent_id=parent_id, search_parent=job.parent_id,
+                    action=action, code=code, plan=job.plan_text, approach_key=job.approach_key,
+                    skill_tags=list(job.skill_tags), job_id=job.id,
+                    depth=self.tree[job.parent_id].depth + 1)
+        self.tree.add(node)
+        job.node_id = node.id
+        self._changed.add(node.id)
+        return node
+
+    def _fail_unusable(self, node: Node, parsed: Any) -> None:
+        node.status = INVALID
+        node.reason = f"the answer held no usable code: {getattr(parsed, 'reason', parsed)}"
+        self._record(node, "rejected")
+
+    def _record(self, node: Node, outcome: str) -> None:
+        speed = node.speedup(self.settings.objective)
+        self.trajectory.add(TrajectoryEntry(
+            candidate_id=node.id, parent_id=node.parent_id, action=node.action, plan=node.plan,
+            approach_key=node.approach_key, outcome=outcome,
+            speedup=speed if speed and speed > 0 else None,
+            reason=(node.reason or "").strip()[:400]))
+        self._changed.add(node.id)
+
+    def _end_job(self, job: Job, leaf: Node | None) -> None:
+        del self.jobs[job.id]
+        self.strategy.job_done(self.tree, job, leaf)
+        touched = [n for n in self.tree if n.job_id == job.id]  # the leaf among them
+        path = self.tree.ancestors(leaf.id if leaf else job.parent_id)  # visits changed along it
+        self._changed.update(n.id for n in touched + path)
+        self._changed.add(job.parent_id)
+

@@ -1,0 +1,71 @@
+"""What the engine knows about the problem: plain data, gathered once by the driver.
+
+`describe_problem` does the I/O (loads and shrinks the problem, records the reference's ATen
+ops, looks at the local GPU); the engine only ever sees the resulting `ProblemInfo`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BACKENDS = ("triton", "cuda")
+
+
+@dataclass
+class ProblemInfo:
+    name: str
+    source: str  # the reference program as written (GPU sizes): what agents read
+    path: str = ""
+    backend: str = "triton"
+    device: str = "cpu"  # where candidates will be judged, in words ("cuda: NVIDIA H100", "cpu")
+    op_kinds: list[str] = field(default_factory=list)
+    gpu: str | None = None  # e.g. "sm_90"; None on CPU
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend {self.backend!r} is not one of {', '.join(BACKENDS)}")
+
+    @property
+    def source_hash(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProblemInfo":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def describe_problem(path: str | Path, backend: str = "triton",
+                     overrides: dict[str, Any] | None = None, device: str = "auto") -> ProblemInfo:
+    """Load the problem (shrunk when judged on a CPU) and describe it; ProblemError when broken.
+
+    `device` is the judge's setting ("auto", "cuda", "cpu"): agents are told where their code runs.
+    """
+    import torch
+
+    from kernelwright.problem import ProblemError, load_problem
+    from kernelwright.problem.ops import op_kinds, record_aten_ops
+
+    on_gpu = torch.cuda.is_available() and device != "cpu"
+    problem = load_problem(path, overrides=overrides, shrink=not on_gpu)
+    try:
+        model = problem.make_model(seed=0)
+        inputs = problem.make_inputs(seed=0)
+        kinds = sorted(op_kinds(record_aten_ops(model, *inputs)))
+    except Exception as exc:  # the op kinds only steer skills; the judge will report a broken reference
+        raise ProblemError(f"the reference could not run on its inputs: {type(exc).__name__}: {exc}",
+                           path=path) from None
+    device, gpu = "cpu", None
+    if on_gpu:
+        major, minor = torch.cuda.get_device_capability()
+        device, gpu = f"cuda: {torch.cuda.get_device_name()}", f"sm_{major}{minor}"
+    return ProblemInfo(name=problem.name, source=problem.source, path=str(Path(path).resolve()),
+                       backend=backend, device=device, op_kinds=kinds, gpu=gpu,
+                       overrides=dict(overrides or {}))

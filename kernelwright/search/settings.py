@@ -1,0 +1,110 @@
+"""Search settings: one flat dataclass, settable from the command line (`--set name=value`) and a
+config file's `[optimize]` table, stored with the run so a resume replays under the same rules."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+STRATEGIES = ("greedy", "beam", "mcts")
+OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
+
+
+class SettingsError(ValueError):
+    """A setting name or value is wrong; the message names it and the accepted values."""
+
+
+@dataclass
+class Settings:
+    strategy: str = "mcts"
+    # expansion
+    drafts: int = 2  # first candidates written from the reference
+    parallel: int = 2  # expansion jobs in flight at once
+    max_repairs: int = 2  # K: repair attempts for a failed candidate (a chain of at most K)
+    parse_retries: int = 1  # re-asks with the parser's feedback when an answer is unusable
+    plan: bool = True  # ask the Planner before the Coder
+    analyst: bool = False  # ask the Analyst for a diagnosis of a parent before planning on it
+    # greedy / mcts
+    iterations: int = 10  # expansion jobs in all (drafts included)
+    max_children: int = 4  # hard cap on expansions of one node
+    max_depth: int = 8
+    # beam
+    beam_width: int = 2
+    beam_branch: int = 2
+    generations: int = 3
+    # mcts
+    mcts_c: float = 0.7  # UCT exploration constant (values lie in [0, 1))
+    widen_k: float = 1.0  # progressive widening: at most ceil(k * visits^alpha) children
+    widen_alpha: float = 0.5
+    # value and context
+    objective: str = "eager"  # baseline whose speedup is maximised
+    context_tokens: int = 12000  # token budget of one prompt's dynamic context
+    digest_items: int = 12  # "already tried" lines in a prompt
+    digest_chars: int = 2000
+    skills_k: int = 3  # skills retrieved into a prompt
+    temperature: float | None = None  # None: the agents' own default
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise SettingsError(f"strategy {self.strategy!r} is not one of {', '.join(STRATEGIES)}")
+        if self.objective not in OBJECTIVES:
+            raise SettingsError(f"objective {self.objective!r} is not one of {', '.join(OBJECTIVES)}")
+        for name in ("drafts", "parallel", "iterations", "max_children", "max_depth", "beam_width",
+                     "beam_branch", "context_tokens"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"setting {name} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_repairs", "parse_retries", "generations", "digest_items", "digest_chars",
+                     "skills_k"):
+            if getattr(self, name) < 0:
+                raise SettingsError(f"setting {name} must not be negative, got {getattr(self, name)}")
+        if self.mcts_c < 0 or self.widen_k <= 0 or not 0 <= self.widen_alpha <= 1:
+            raise SettingsError("need mcts_c >= 0, widen_k > 0 and 0 <= widen_alpha <= 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Settings":
+        unknown = set(data) - set(names())
+        if unknown:
+            raise SettingsError(f"unknown search settings: {', '.join(sorted(unknown))} "
+                                f"(known: {', '.join(names())})")
+        return cls(**{k: coerce(k, v) for k, v in data.items()})
+
+    def with_values(self, values: dict[str, Any]) -> "Settings":
+        return Settings.from_dict({**self.to_dict(), **values})
+
+
+def names() -> list[str]:
+    return [f.name for f in dataclasses.fields(Settings)]
+
+
+def coerce(name: str, value: Any) -> Any:
+    """Turn a command-line string into the field's type, with an error that names the setting."""
+    field = {f.name: f for f in dataclasses.fields(Settings)}[name]
+    kind = str(field.type)
+    if isinstance(value, str) and "str" not in kind.split("|")[0]:
+        try:
+            value = ast.literal_eval(value.strip().capitalize() if "bool" in kind else value.strip())
+        except (ValueError, SyntaxError):
+            raise SettingsError(f"setting {name} needs a {kind} value, got {value!r}") from None
+    if value is None and "None" in kind:
+        return None
+    try:
+        if kind.startswith("bool"):
+            if not isinstance(value, bool):
+                raise TypeError
+            return value
+        if kind.startswith("int"):
+            if isinstance(value, bool) or int(value) != value:
+                raise TypeError
+            return int(value)
+        if kind.startswith("float"):
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"setting {name} needs a {kind} value, got {value!r}") from None

@@ -1,0 +1,350 @@
+"""One SQLite database per run (or per workspace): everything a run did, committed as it happens.
+
+Tables (all keyed by run id, so one file may hold many runs):
+
+    runs        the problem (path, source, hash), settings JSON, status, best candidate, spend
+    asks        the replay log: every ask the engine made (payload JSON) and its result JSON
+    journal     the order in which results (and budget changes) were told to the engine
+    candidates  the tree: code, plan, parent links, search statistics (rebuilt by a replay)
+    verdicts    the judge's full verdict per evaluated candidate
+    llm_calls   every model call: request (no secrets), answer, usage, cost, provider, latency
+    events      anything else worth reading later (paused, resumed, diverged, finished)
+
+Every write is its own transaction (committed before the method returns), in WAL mode, so a run
+killed at any instant leaves a consistent database; `journal` + `asks` is what a resume needs.
+The schema version lives in PRAGMA user_version; `migrate()` brings older files up to date.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+DB_NAME = "run.sqlite"
+
+_SCHEMA_V1 = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY, problem_path TEXT NOT NULL, problem_name TEXT NOT NULL,
+    problem_hash TEXT NOT NULL, problem_source TEXT NOT NULL, settings TEXT NOT NULL,
+    status TEXT NOT NULL, status_detail TEXT, best_candidate TEXT, best_speedup REAL,
+    spend TEXT, created TEXT NOT NULL, updated TEXT NOT NULL);
+CREATE TABLE asks (
+    run_id TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+    agent TEXT, candidate_id TEXT, payload TEXT NOT NULL, payload_hash TEXT NOT NULL,
+    result TEXT, created TEXT NOT NULL, answered TEXT, PRIMARY KEY (run_id, id));
+CREATE TABLE journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, kind TEXT NOT NULL,
+    ask_id TEXT, payload TEXT, elapsed_s REAL, created TEXT NOT NULL);
+CREATE TABLE candidates (
+    run_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, search_parent TEXT,
+    action TEXT NOT NULL, status TEXT NOT NULL, plan TEXT, approach_key TEXT, code TEXT,
+    code_hash TEXT, speedup REAL, value REAL, visits INTEGER, value_sum REAL, depth INTEGER,
+    reason TEXT, node TEXT NOT NULL, created TEXT NOT NULL, updated TEXT NOT NULL,
+    PRIMARY KEY (run_id, id));
+CREATE TABLE verdicts (
+    run_id TEXT NOT NULL, candidate_id TEXT NOT NULL, status TEXT NOT NULL, stage TEXT,
+    speedup_eager REAL, speedup_compile REAL, median_ms REAL, device TEXT, json TEXT NOT NULL,
+    created TEXT NOT NULL, PRIMARY KEY (run_id, candidate_id));
+CREATE TABLE llm_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, ask_id TEXT, agent TEXT,
+    request TEXT NOT NULL, request_hash TEXT, answer TEXT, input_tokens INTEGER,
+    output_tokens INTEGER, cost_usd REAL, provider TEXT, model TEXT, spec TEXT, latency_s REAL,
+    error_type TEXT, error TEXT, created TEXT NOT NULL);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, ts TEXT NOT NULL,
+    kind TEXT NOT NULL, payload TEXT);
+CREATE INDEX journal_run ON journal (run_id, seq);
+CREATE INDEX asks_run ON asks (run_id, seq);
+CREATE INDEX llm_calls_ask ON llm_calls (run_id, ask_id);
+CREATE INDEX events_run ON events (run_id, id);
+"""
+
+# version -> script that brings a database at version-1 to version
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+class StoreError(RuntimeError):
+    """The database is missing, from a newer kernelwright, or does not hold the run asked for."""
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+@dataclass
+class JournalEntry:
+    seq: int
+    kind: str  # "tell" or "limits"
+    ask_id: str | None
+    payload: Any  # for "tell": the stored result dict; for "limits": the new limits
+    elapsed_s: float | None
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration the file lacks; refuse files written by a newer schema."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"the run database has schema version {version}, newer than this "
+                         f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        with conn:
+            conn.executescript(MIGRATIONS[target])
+            conn.execute(f"PRAGMA user_version = {target}")
+    return SCHEMA_VERSION
+
+
+class RunStore:
+    """A run database. Methods take and return plain dicts; nothing here knows the engine."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.is_file():
+            raise StoreError(f"no run database at {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        migrate(self.conn)
+
+    @classmethod
+    def in_dir(cls, run_dir: str | Path, *, create: bool = True) -> "RunStore":
+        return cls(Path(run_dir) / DB_NAME, create=create)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One transaction, committed on exit (or rolled back on an exception)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ---- runs ------------------------------------------------------------------------------
+
+    def create_run(self, run_id: str, *, problem_path: str, problem_name: str, problem_hash: str,
+                   problem_source: str, settings: dict[str, Any], status: str = "created") -> None:
+        stamp = now()
+        with self._tx() as c:
+            c.execute("INSERT INTO runs (id, problem_path, problem_name, problem_hash, problem_source,"
+                      " settings, status, created, updated) VALUES (?,?,?,?,?,?,?,?,?)",
+                      (run_id, problem_path, problem_name, problem_hash, problem_source,
+                       _dumps(settings), status, stamp, stamp))
+            self._event(c, run_id, "created", {"problem": problem_path})
+
+    def run(self, run_id: str | None = None) -> dict[str, Any]:
+        """The run (the only one in the file when `run_id` is None)."""
+        if run_id is None:
+            rows = self.conn.execute("SELECT id FROM runs ORDER BY created").fetchall()
+            if len(rows) != 1:
+                raise StoreError(f"{self.path} holds {len(rows)} runs; name the one you mean")
+            run_id = rows[0]["id"]
+        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path} holds no run {run_id!r}")
+        return _run_dict(row)
+
+    def runs(self) -> list[dict[str, Any]]:
+        return [_run_dict(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY created")]
+
+    def update_run(self, run_id: str, *, status: str | None = None, detail: str | None = None,
+                   best_candidate: str | None = None, best_speedup: float | None = None,
+                   spend: dict | None = None, settings: dict | None = None) -> None:
+        fields = {"status": status, "status_detail": detail, "best_candidate": best_candidate,
+                  "best_speedup": best_speedup, "spend": _dumps(spend), "settings": _dumps(settings)}
+        fields = {k: v for k, v in fields.items() if v is not None}
+        fields["updated"] = now()
+        with self._tx() as c:
+            c.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in fields)} WHERE id = ?",
+                      (*fields.values(), run_id))
+            if status is not None:
+                self._event(c, run_id, "status", {"status": status, "detail": detail})
+
+    # ---- the replay log --------------------------------------------------------------------
+
+    def save_ask(self, run_id: str, ask: dict[str, Any], payload_hash: str) -> bool:
+        """Persist an ask before it is answered; False when it was stored already (a resume)."""
+        with self._tx() as c:
+            if c.execute("SELECT 1 FROM asks WHERE run_id = ? AND id = ?", (run_id, ask["id"])).fetchone():
+                return False
+            seq = c.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM asks WHERE run_id = ?",
+                            (run_id,)).fetchone()[0]
+            c.execute("INSERT INTO asks (run_id, id, seq, kind, agent, candidate_id, payload, payload_hash,"
+                      " created) VALUES (?,?,?,?,?,?,?,?,?)",
+                      (run_id, ask["id"], seq, ask["type"], ask.get("agent"), ask.get("candidate_id"),
+                       _dumps(ask), payload_hash, now()))
+        return True
+
+    def ask(self, run_id: str, ask_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM asks WHERE run_id = ? AND id = ?", (run_id, ask_id)).fetchone()
+        return _ask_dict(row) if row else None
+
+    def asks(self, run_id: str) -> list[dict[str, Any]]:
+        return [_ask_dict(r) for r in self.conn.execute(
+            "SELECT * FROM asks WHERE run_id = ? ORDER BY seq", (run_id,))]
+
+    def save_result(self, run_id: str, ask_id: str, result: dict[str, Any], elapsed_s: float | None,
+                    *, verdict: dict[str, Any] | None = None, llm_call: dict[str, Any] | None = None) -> int:
+        """The result of an ask, its journal entry, and what comes with it, in one transaction.
+        Returns the journal sequence number."""
+        stamp = now()
+        with self._tx() as c:
+            row = c.execute("SELECT result, candidate_id FROM asks WHERE run_id = ? AND id = ?",
+                            (run_id, ask_id)).fetchone()
+            if row is None:
+                raise StoreError(f"result for ask {ask_id} of run {run_id}, which was never stored")
+            if row["result"] is not None:
+                raise StoreError(f"ask {ask_id} of run {run_id} already has a result")
+            c.execute("UPDATE asks SET result = ?, answered = ? WHERE run_id = ? AND id = ?",
+                      (_dumps(result), stamp, run_id, ask_id))
+            cursor = c.execute("INSERT INTO journal (run_id, kind, ask_id, elapsed_s, created)"
+                               " VALUES (?,?,?,?,?)", (run_id, "tell", ask_id, elapsed_s, stamp))
+            if verdict is not None:
+                self._save_verdict(c, run_id, row["candidate_id"] or verdict.get("candidate", ""), verdict)
+            if llm_call is not None:
+                self._save_llm_call(c, run_id, llm_call)
+            return cursor.lastrowid
+
+    def save_limits(self, run_id: str, limits: dict[str, Any], elapsed_s: float | None) -> int:
+        with self._tx() as c:
+            cursor = c.execute("INSERT INTO journal (run_id, kind, payload, elapsed_s, created)"
+                               " VALUES (?,?,?,?,?)", (run_id, "limits", _dumps(limits), elapsed_s, now()))
+            return cursor.lastrowid
+
+    def journal(self, run_id: str) -> list[JournalEntry]:
+        """Everything told to the engine, in order, with the stored results joined in."""
+        rows = self.conn.execute(
+            "SELECT j.seq, j.kind, j.ask_id, j.payload, j.elapsed_s, a.result FROM journal j "
+            "LEFT JOIN asks a ON a.run_id = j.run_id AND a.id = j.ask_id "
+            "WHERE j.run_id = ? ORDER BY j.seq", (run_id,)).fetchall()
+        return [JournalEntry(r["seq"], r["kind"], r["ask_id"],
+                             _loads(r["result"] if r["kind"] == "tell" else r["payload"]), r["elapsed_s"])
+                for r in rows]
+
+    def last_elapsed(self, run_id: str) -> float:
+        value = self.conn.execute("SELECT MAX(elapsed_s) FROM journal WHERE run_id = ?",
+                                  (run_id,)).fetchone()[0]
+        return float(value or 0.0)
+
+    # ---- candidates, verdicts, calls, events -----------------------------------------------
+
+    def upsert_candidates(self, run_id: str, nodes: list[dict[str, Any]]) -> None:
+        """Mirror engine nodes (Node.to_dict()); idempotent, so a replay can rewrite them."""
+        if not nodes:
+            return
+        stamp = now()
+        with self._tx() as c:
+            for node in nodes:
+                c.execute(
+                    "INSERT INTO candidates (run_id, id, parent_id, search_parent, action, status, plan,"
+                    " approach_key, code, code_hash, speedup, value, visits, value_sum, depth, reason,"
+                    " node, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                    " ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status,"
+                    " speedup = excluded.speedup, value = excluded.value, visits = excluded.visits,"
+                    " value_sum = excluded.value_sum, reason = excluded.reason, node = excluded.node,"
+                    " updated = excluded.updated",
+                    (run_id, node["id"], node.get("parent_id"), node.get("search_parent"), node["action"],
+                     node["status"], node.get("plan"), node.get("approach_key"), node.get("code"),
+                     node.get("code_hash"), node.get("speedup"), node.get("value"), node.get("visits"),
+                     node.get("value_sum"), node.get("depth"), node.get("reason"), _dumps(node), stamp, stamp))
+
+    def candidates(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM candidates WHERE run_id = ? ORDER BY created, rowid",
+                                 (run_id,)).fetchall()
+        return [{**dict(r), "node": _loads(r["node"])} for r in rows]
+
+    def candidate(self, run_id: str, candidate_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM candidates WHERE run_id = ? AND id = ?",
+                                (run_id, candidate_id)).fetchone()
+        return {**dict(row), "node": _loads(row["node"])} if row else None
+
+    def _save_verdict(self, c: sqlite3.Connection, run_id: str, candidate_id: str, verdict: dict) -> None:
+        speedup = verdict.get("speedup") or {}
+        timing = verdict.get("timing") or {}
+        c.execute("INSERT OR REPLACE INTO verdicts (run_id, candidate_id, status, stage, speedup_eager,"
+                  " speedup_compile, median_ms, device, json, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                  (run_id, candidate_id, verdict.get("status", "error"), verdict.get("stage"),
+                   speedup.get("eager"), speedup.get("compile_default"), timing.get("median_ms"),
+                   verdict.get("device"), _dumps(verdict), now()))
+
+    def save_verdict(self, run_id: str, candidate_id: str, verdict: dict[str, Any]) -> None:
+        """A verdict that came without an ask (the template autotuner's instances)."""
+        with self._tx() as c:
+            self._save_verdict(c, run_id, candidate_id, verdict)
+
+    def verdict(self, run_id: str, candidate_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT json FROM verdicts WHERE run_id = ? AND candidate_id = ?",
+                                (run_id, candidate_id)).fetchone()
+        return _loads(row["json"]) if row else None
+
+    def _save_llm_call(self, c: sqlite3.Connection, run_id: str, call: dict[str, Any]) -> None:
+        completion = call.get("completion") or {}
+        usage = completion.get("usage") or {}
+        c.execute("INSERT INTO llm_calls (run_id, ask_id, agent, request, request_hash, answer,"
+                  " input_tokens, output_tokens, cost_usd, provider, model, spec, latency_s, error_type,"
+                  " error, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (run_id, call.get("ask_id"), call.get("agent"), _dumps(call.get("request") or {}),
+                   call.get("request_hash"), completion.get("text"), usage.get("input_tokens"),
+                   usage.get("output_tokens"), completion.get("cost_usd"), completion.get("provider"),
+                   completion.get("model"), call.get("spec"), completion.get("latency_s"),
+                   call.get("error_type"), call.get("error"), call.get("started_at") or now()))
+
+    def save_llm_call(self, run_id: str, call: dict[str, Any]) -> None:
+        """A call that produced no result for the engine (an error), stored on its own."""
+        with self._tx() as c:
+            self._save_llm_call(c, run_id, call)
+
+    def llm_calls(self, run_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(
+            "SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", (run_id,))]
+
+    def _event(self, c: sqlite3.Connection, run_id: str, kind: str, payload: Any) -> None:
+        c.execute("INSERT INTO events (run_id, ts, kind, payload) VALUES (?,?,?,?)",
+                  (run_id, now(), kind, _dumps(payload)))
+
+    def add_event(self, run_id: str, kind: str, payload: Any = None) -> None:
+        with self._tx() as c:
+            self._event(c, run_id, kind, payload)
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        return [{**dict(r), "payload": _loads(r["payload"])} for r in self.conn.execute(
+            "SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,))]
+
+
+def _run_dict(row: sqlite3.Row) -> dict[str, Any]:
+    data = dict(row)
+    data["settings"] = _loads(data["settings"])
+    data["spend"] = _loads(data["spend"])
+    return data
+
+
+def _ask_dict(row: sqlite3.Row) -> dict[str, Any]:
+    data = dict(row)
+    data["payload"] = _loads(data["payload"])
+    data["result"] = _loads(data["result"])
+    return data

@@ -1,0 +1,54 @@
+"""The end-to-end scenario shared by the e2e tests and by the script that builds their cassette.
+
+ReLU (KernelBench level 1, problem 19) shrunk to 16 x 1024, Triton under the CPU interpreter,
+greedy search with one draft and one repair: the draft's Coder answer computes a leaky ReLU (wrong
+for negative inputs), the judge says so, the Repairer fixes it. Three hand-written answers, two
+evaluations. The prompts hold nothing that changes from run to run (no timings, no paths, no
+skills), so answers recorded against them replay.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CASSETTES = REPO / "tests" / "fixtures" / "cassettes"
+ANSWERS = CASSETTES / "answers" / "relu"
+CASSETTE = CASSETTES / "relu_repair.jsonl"
+CLI = Path(__file__).resolve().parent / "kw_cli.py"
+SHARED_KB = Path(os.environ.get("KW_KERNELBENCH", REPO.parent / "shared" / "kernelbench"))
+PROBLEM = SHARED_KB / "level1" / "19_ReLU.py"
+
+# (agent role, hand-written answer) in the order the run asks for them
+SCRIPT = [("planner", "01_planner.md"), ("coder", "02_coder.md"), ("repairer", "03_repairer.md")]
+
+SETTINGS = {
+    "drafts": 1, "iterations": 1, "parallel": 1, "max_repairs": 1, "skills_k": 0,
+    "batch_size": 16, "dim": 1024,  # problem sizes
+    "judge.trials": 2, "judge.baselines": "eager", "judge.device": "cpu", "judge.warmup_ms": 1,
+    "judge.rep_ms": 5, "judge.min_reps": 3, "judge.max_reps": 10,
+}
+
+
+def optimize_args(run_dir: Path, llm: str, *extra: str) -> list[str]:
+    args = ["optimize", str(PROBLEM), "--llm", llm, "--strategy", "greedy", "--backend", "triton",
+            "--run-dir", str(run_dir), "--quiet"]
+    for name, value in SETTINGS.items():
+        args += ["--set", f"{name}={value}"]
+    return args + list(extra)
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "TRITON_INTERPRET": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+
+
+def cli(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CLI), *args], cwd=cwd, env=env(), capture_output=True,
+                          text=True, timeout=timeout, **kwargs)
+
+
+def answer_text(name: str) -> str:
+    return (ANSWERS / name).read_text()

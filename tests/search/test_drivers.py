@@ -1,0 +1,176 @@
+"""The driver loop and the session: persist before answering, persist before telling, pause, resume.
+
+Answerers here are small async functions standing in for the LLM router and the judge, so these
+tests run in a second; the real ones are exercised end to end in tests/e2e.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from search_scripts import Script, passed, problem
+
+from kernelwright.judge.verdict import Baselines, TimingStats, TrialResult, Verdict
+from kernelwright.search.asks import Answer, CompletionAsk, EvaluationAsk, ask_hash
+from kernelwright.search.budget import Limits
+from kernelwright.search.core import Engine
+from kernelwright.search.drivers.loop import Mirror, Pending, ReplayDiverged, drive
+from kernelwright.search.drivers.session import RunOptions, Session, run_optimization
+from kernelwright.search.settings import Settings
+from kernelwright.store import RunStore
+
+
+class Answerer:
+    """Answers with a Script after checking the ask was stored first."""
+
+    def __init__(self, store, script, pending_agents=()):
+        self.store, self.script, self.pending_agents = store, script, set(pending_agents)
+        self.seen = []
+
+    async def answer(self, ask):
+        assert self.store.ask("r1", ask.id) is not None, "asked before it was stored"
+        self.seen.append(ask.id)
+        await asyncio.sleep(0)
+        if getattr(ask, "agent", None) in self.pending_agents:
+            raise Pending("answer", [f"/x/{ask.id}.prompt.md"], "waits")
+        return Answer(self.script.answer(ask))
+
+
+def setup(tmp_path, **settings):
+    store = RunStore.in_dir(tmp_path)
+    store.create_run("r1", problem_path="p.py", problem_name="relu", problem_hash="h", problem_source="s",
+                     settings={})
+    values = {"strategy": "greedy", "drafts": 1, "parallel": 2, "iterations": 3, **settings}
+    engine = Engine(problem(), values["strategy"], Limits(), Settings(**values))
+    return store, engine
+
+
+def test_drive_persists_every_ask_and_result_before_the_engine_hears_it(tmp_path):
+    store, engine = setup(tmp_path)
+    told = []
+    original = engine.tell
+
+    def tell(ask_id, result, elapsed):
+        assert store.ask("r1", ask_id)["result"] is not None, "told before the result was stored"
+        told.append(ask_id)
+        original(ask_id, result, elapsed)
+
+    engine.tell = tell
+    answerer = Answerer(store, Script(lambda *a: passed(1.4)))
+    progress = []
+    outcome = asyncio.run(drive(engine, Mirror(store, "r1", "eager"), completions=answerer,
+                                evaluations=answerer, clock=lambda: 1.0, on_progress=progress.append))
+    assert engine.done and not outcome.pending and outcome.told == len(told) == len(store.asks("r1"))
+    assert [e.ask_id for e in store.journal("r1")] == told
+    assert {c["id"] for c in store.candidates("r1")} == {n.id for n in engine.tree}  # with the reference
+    assert store.run("r1")["best_candidate"] == engine.best().id and progress[-1]["done"]
+
+
+def test_pending_asks_pause_the_loop_without_a_result(tmp_path):
+    store, engine = setup(tmp_path)
+    answerer = Answerer(store, Script(lambda *a: passed(1.4)), pending_agents={"coder"})
+    outcome = asyncio.run(drive(engine, Mirror(store, "r1", "eager"), completions=answerer,
+                                evaluations=answerer, clock=lambda: 1.0))
+    waiting = list(outcome.pending)
+    assert waiting and all(store.ask("r1", a)["result"] is None for a in waiting)
+    assert all(engine_ask.agent == "coder" for engine_ask in engine.ask() if engine_ask.id in waiting)
+    assert outcome.pending_of("answer")[0].paths[0].name.endswith(".prompt.md")
+
+
+def test_a_stored_ask_wins_over_a_regenerated_one(tmp_path):
+    store, engine = setup(tmp_path)
+    ask = engine.ask()[0]
+    changed = CompletionAsk(ask.id, ask.agent, ask.request.__class__(
+        messages=ask.request.messages[:1] + [ask.request.messages[1].__class__("user", "older prompt")],
+        role=ask.request.role), ask.job_id)
+    store.save_ask("r1", changed.to_dict(), ask_hash(changed))
+    used = Mirror(store, "r1", "eager").persist_ask(ask)
+    assert used.request.messages[-1].content == "older prompt"
+    assert store.events("r1")[-1]["kind"] == "ask_differs"
+
+
+def test_a_stored_ask_of_another_kind_means_the_log_diverged(tmp_path):
+    store, engine = setup(tmp_path)
+    ask = engine.ask()[0]
+    other = EvaluationAsk(ask.id, "c9", "code")
+    store.save_ask("r1", other.to_dict(), ask_hash(other))
+    with pytest.raises(ReplayDiverged, match="different version"):
+        Mirror(store, "r1", "eager").persist_ask(ask)
+
+
+# ---- the session: exchange answers and batch verdicts, with no model and no judge process -------
+
+PLAN = ('```json\n{"steps": [{"region": "Model.forward", "change": "one relu kernel"}],'
+        ' "approach": "one pass relu"}\n```')
+
+
+def hand_written_verdict(name: str) -> str:
+    """A verdict written by hand for this test (no judge ran): correct, 2.0x over eager."""
+    timing = TimingStats(median_ms=0.5, iqr_ms=0.01, mean_ms=0.5, min_ms=0.49, max_ms=0.6, n=50, method="cuda_events")
+    eager = TimingStats(median_ms=1.0, iqr_ms=0.01, mean_ms=1.0, min_ms=0.99, max_ms=1.1, n=50, method="cuda_events")
+    verdict = Verdict(problem="relu", candidate=name, status="pass", stage="done",
+                      trials=[TrialResult(0, 42, "given", True), TrialResult(1, 43, "signed", True)],
+                      timing=timing, baselines=Baselines(eager=eager), speedup={"eager": 2.0},
+                      device="cuda", environment={"gpu": "hand-written test GPU", "torch": "0.0"})
+    return verdict.to_json()
+
+
+def write_exchange_answer(run_dir, text: str) -> None:
+    folder = run_dir / "exchange"
+    pending = [json.loads(p.read_text()) for p in folder.glob("*.request.json")
+               if not (folder / json.loads(p.read_text())["answer_file"]).exists()]
+    assert len(pending) == 1
+    (folder / pending[0]["answer_file"]).write_text(text)
+
+
+def test_session_pauses_on_exchange_and_batch_and_resumes_to_the_end(tmp_path, kernelbench):
+    from search_scripts import code_text
+
+    run_dir = tmp_path / "run"
+    options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", eval_mode="batch",
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0),
+                         overrides={"batch_size": 16, "dim": 64}, run_dir=str(run_dir))
+    first = run_optimization(options)
+    assert first.status == "paused" and first.exit_code == 75 and len(first.pending_prompts) == 1
+    write_exchange_answer(run_dir, PLAN)
+    second = run_optimization(RunOptions(resume=str(run_dir), limits=Limits(max_calls=5)))
+    assert second.status == "paused" and second.pending_prompts
+    write_exchange_answer(run_dir, code_text(256))
+    third = run_optimization(RunOptions(resume=str(run_dir)))
+    assert third.status == "paused" and not third.pending_prompts
+    assert [p.name for p in third.pending_evals] == ["c1.request.json"]
+    request = json.loads(third.pending_evals[0].read_text())
+    assert "BLOCK=256" in request["candidate_source"] and "torch.relu" in request["problem_source"]
+    assert request["config"]["overrides"] == {"batch_size": 16, "dim": 64}
+    again = run_optimization(RunOptions(resume=str(run_dir)))  # nothing new: still paused, no duplicate
+    assert again.status == "paused" and len(list((run_dir / "evals").glob("*.request.json"))) == 1
+    (run_dir / "evals" / "c1.verdict.json").write_text(hand_written_verdict("c1"))
+    done = run_optimization(RunOptions(resume=str(run_dir)))
+    assert done.status == "done" and done.exit_code == 0 and done.best_id == "c1" and done.best_speedup == 2.0
+    header = done.best_path.read_text()
+    assert "2.00x vs eager PyTorch (0.5 ms vs 1 ms)" in header and "hand-written test GPU" in header
+    assert done.snapshot["limits"]["max_calls"] == 5  # the budget given at the first resume stays
+    with RunStore.in_dir(run_dir, create=False) as store:
+        run_id = store.run()["id"]
+        calls = store.llm_calls(run_id)
+        assert [c["agent"] for c in calls] == ["planner", "coder"]  # one call per answered prompt
+        assert [e.kind for e in store.journal(run_id)] == ["limits", "tell", "tell", "tell"]
+
+
+def test_resume_refuses_a_changed_problem_file(tmp_path):
+    problem_file = tmp_path / "p.py"
+    problem_file.write_text(
+        "import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.relu(x)\nn = 8\ndef get_inputs():\n    return [torch.rand(n)]\n"
+        "def get_init_inputs():\n    return []\n")
+    run_dir = tmp_path / "run"
+    options = RunOptions(problem=str(problem_file), llm="exchange", run_dir=str(run_dir),
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, skills_k=0))
+    assert run_optimization(options).status == "paused"
+    problem_file.write_text(problem_file.read_text().replace("n = 8", "n = 9"))
+    from kernelwright.search.drivers.session import RunError
+
+    with pytest.raises(RunError, match="changed since run"):
+        Session(RunOptions(resume=str(run_dir)))
