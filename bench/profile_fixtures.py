@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python bench/profile_fixtures.py            # every case
     PYTHONPATH=. python bench/profile_fixtures.py latency    # only the named cases
+    python bench/profile_fixtures.py --replay [DIR]           # CPU: classify a recording again (default:
+                                                              # tests/profile/fixtures/h100)
 
 Each case is a tiny KernelBench-style problem and a ModelNew built so that one bottleneck is
 unmistakable: a large vectorised add (memory), the same add with a length that defeats
@@ -11,13 +13,15 @@ a pointer chase (latency), fifty tiny kernels (launch) and a forward that synchr
 script also measures the same runner without any profiler, to record the profiling overhead.
 
 Writes under $OUT/profile_fixtures/ (3 files): profile_fixtures.tar.gz (folder `h100/`: per case
-the problem, the candidate, stage-1/stage-2 raw CSVs, the source page, SASS listings, timeline
+the problem, the candidate, stage-1/stage-2 raw CSVs, the source page trimmed to its hot rows and
+gzipped (`trim_source_page`), SASS listings, the timeline JSON (summary and replayable events)
 and report JSON; plus `ncu --version`, `--list-sections`, `--query-metrics` (gzipped) and the output of a
 deliberately unknown metric), summary.json and summary.md. Commit the archive's `h100/` folder as
 tests/profile/fixtures/h100/. Depends on torch, triton and the standard library only.
 """
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
@@ -32,7 +36,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelwright.profile import ProfileConfig, profile_candidate  # noqa: E402
+from kernelwright.profile.classify import classify_forward, classify_kernel, classify_timeline, forward_us  # noqa: E402
+from kernelwright.profile.findings import timeline_findings  # noqa: E402
 from kernelwright.profile.ncu import find_ncu, run_bounded  # noqa: E402
+from kernelwright.profile.parse import aggregate_by_name, parse_raw_csv  # noqa: E402
+from kernelwright.profile.torchprof import timeline_from_runner  # noqa: E402
 
 DEADLINE_S = 540.0  # stop starting new cases after this many seconds (device commands end at 600 s)
 
@@ -294,7 +302,72 @@ def tool_outputs(ncu: str | None, folder: Path) -> dict:
     return {"ncu": ncu}
 
 
+# Source pages list every SASS instruction of every profiled launch: 21 MB for the `host` case (32
+# launches, a 3,900-instruction reduce kernel). The repository travels to GPU machines under a
+# 64 MiB limit, so recordings keep only what the parsers and tests read.
+SOURCE_PAGE_ROWS = 40  # instruction rows kept per block: the ones with the most stall samples
+_LOAD_OPCODES = ("LDG", "LDL", "LD", "LDS", "LDSM", "ATOMG", "ATOM", "ATOMS")
+
+
+def trim_source_page(text: str, rows: int = SOURCE_PAGE_ROWS) -> str:
+    """An ncu `--page source --csv` export cut down to its hot rows; every kept line is verbatim.
+
+    A block (one profiled launch) is a `"Kernel Name",...` line, a header line, then one line per
+    SASS instruction. Every block keeps those two lines, its `rows` instructions with the most
+    warp-stall samples, and its load instructions (hot spots name the load they wait for), in
+    address order. Rows without samples carry no hot-spot information, so the hot spots of a
+    trimmed page are those of the full page as long as no block has more than `rows` sampled rows.
+    """
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith('"Kernel Name",')]
+    if not starts:
+        return text
+    kept = lines[: starts[0]]
+    for start, stop in zip(starts, starts[1:] + [len(lines)]):
+        block = lines[start:stop]
+        if len(block) < 2:
+            kept += block
+            continue
+        header = next(csv.reader([block[1]]))
+        at, source_at = _samples_column(header), header.index("Source") if "Source" in header else 1
+        body = [(line, next(csv.reader([line]), [])) for line in block[2:] if line.strip()]
+        scores = [_number(cells[at]) if at is not None and at < len(cells) else 0.0 for _, cells in body]
+        hottest = sorted((i for i, v in enumerate(scores) if v > 0), key=lambda i: -scores[i])[:rows]
+        loads = [i for i, (_, cells) in enumerate(body) if source_at < len(cells) and _is_load(cells[source_at])]
+        kept += block[:2] + [body[i][0] for i in sorted(set(hottest) | set(loads))]
+    return "\n".join(kept) + "\n"
+
+
+def _is_load(source: str) -> bool:
+    words = source.split()
+    opcode = words[1] if words and words[0].startswith("@") and len(words) > 1 else (words[0] if words else "")
+    return opcode.split(".")[0] in _LOAD_OPCODES
+
+
+def _samples_column(header: list[str]) -> int | None:
+    return next((i for i, cell in enumerate(header) if cell.startswith("Warp Stall Sampling (All")), None)
+
+
+def _number(cell: str) -> float:
+    try:
+        return float(cell.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def shrink_recording(root: Path) -> list[Path]:
+    """Trim and gzip every `*_source.csv` under `root` in place (`X_source.csv` -> `X_source.csv.gz`)."""
+    written = []
+    for page in sorted(root.rglob("*_source.csv")):
+        target = page.with_name(page.name + ".gz")
+        target.write_bytes(gzip.compress(trim_source_page(page.read_text()).encode(), mtime=0))  # reproducible bytes
+        page.unlink()
+        written.append(target)
+    return written
+
+
 def archive(root: Path, out: Path) -> None:
+    shrink_recording(root)
     with tarfile.open(out, "w:gz") as tar:
         for path in sorted(root.rglob("*")):
             if path.is_file() and path.suffix in KEEP_SUFFIXES:
@@ -314,7 +387,47 @@ def markdown(results: list[dict], env: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def replay_case(folder: Path) -> dict:
+    """Classify a recorded case again from its files with the current code (CPU only, no ncu).
+
+    Reads `timeline.json` (the runner's output) and `stage1.csv`; the same functions as
+    `profile_candidate` decide the forward's class, so a recording made before a rule changed
+    shows what the rule says now.
+    """
+    data = json.loads((folder / "timeline.json").read_text())
+    summary = timeline_from_runner(data)
+    kernels = aggregate_by_name(parse_raw_csv((folder / "stage1.csv").read_text()))
+    workload = classify_timeline(summary)
+    overall = classify_forward(workload, kernels)
+    return {
+        "case": folder.name, "got": str(overall.bottleneck), "reason": overall.reason,
+        "hottest_kernel_class": str(classify_kernel(kernels[0]).bottleneck) if kernels else "unknown",
+        "findings": [f.line() for f in timeline_findings(workload)],
+        "forward_us": round(forward_us(summary), 1) if summary else None,
+        "busy_us": round(summary.busy_us_per_call, 1) if summary else None,
+    }
+
+
+def replay(root: Path) -> str:
+    """Markdown table of every recorded case under `root`: the recorded run's numbers, the classes now."""
+    recorded = {r["case"]: r for r in json.loads((root / "summary.json").read_text())["results"] if "case" in r}
+    lines = ["| case | expected | recorded class | class now | hottest kernel | correct now | forward us | "
+             "GPU busy us | ncu overhead s | total profile s |", "|---" * 10 + "|"]
+    for name, rec in recorded.items():
+        if not (root / name / "timeline.json").exists():
+            continue
+        now = replay_case(root / name)
+        lines.append(f"| {name} | {rec.get('expected')} | {rec.get('got')} | {now['got']} | "
+                     f"{now['hottest_kernel_class']} | {'yes' if now['got'] == rec.get('expected') else 'NO'} | "
+                     f"{now['forward_us']} | {now['busy_us']} | {rec.get('ncu_overhead_s')} | "
+                     f"{rec.get('overhead_s', {}).get('total')} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--replay"]:
+        print(replay(Path(argv[1]) if len(argv) > 1 else REPO / "tests" / "profile" / "fixtures" / "h100"))
+        return 0
     start = time.perf_counter()
     out = Path(os.environ.get("OUT", "out")) / "profile_fixtures"
     out.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from .report import FAILED, OK, PARTIAL, ProfileReport
 from .resources import binary_resources, from_triton_metadata
 from .sass import disassemble
 from .stages import attach_kernels, ncu_passes
-from .torchprof import TimelineSummary
+from .torchprof import TimelineSummary, timeline_from_runner
 
 
 @contextmanager
@@ -100,8 +100,7 @@ def _timeline_pass(run: ProfileRun) -> TimelineSummary | None:
     report.energy = data.get("energy")
     run.triton = data.get("triton", [])
     run.binaries = data.get("binaries", [])
-    fields = TimelineSummary.__dataclass_fields__
-    return TimelineSummary(**{k: v for k, v in (report.timeline or {}).items() if k in fields})
+    return timeline_from_runner(data) or TimelineSummary()
 
 
 def _tail(text: str) -> str:

@@ -2,7 +2,8 @@
 
 Two levels. A *kernel* is memory-, compute- or latency-bound, decided from ncu's speed-of-light
 percentages (stage 1). A *forward pass* is launch- or host-bound when the GPU sits idle for most
-of the wall time, decided from the torch-profiler timeline. The thresholds live in `Thresholds`
+of the forward's own time, decided from the torch-profiler timeline (time between forwards never
+counts). The thresholds live in `Thresholds`
 and are documented in docs/profiling.md; every classification carries the numbers it used, so a
 finding can quote them and a person can check them.
 """
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .parse import KernelProfile
+from .torchprof import GAP_REPORT_US
 
 
 class Bottleneck(StrEnum):
@@ -31,7 +33,7 @@ class Thresholds:
     latency_pct: float = 40.0  # both SM and memory below this: nothing is busy -> latency
     low_occupancy_pct: float = 25.0  # achieved occupancy below this counts as low
     idle_fraction: float = 0.5  # GPU idle for this share of a forward -> launch or host bound
-    launch_gap_us: float = 20.0  # idle time per launch at most this -> launch overhead, else host
+    host_gap_share: float = 0.5  # idle gaps >= torchprof.GAP_REPORT_US hold this share of the idle -> host
 
 
 DEFAULT_THRESHOLDS = Thresholds()
@@ -92,35 +94,70 @@ def _latency_cause(occupancy: float | None, waves: float | None, t: Thresholds) 
     return "; " + ", ".join(causes) if causes else ""
 
 
+def forward_us(summary) -> float:
+    """The forward's duration to judge idleness against: the shorter of its profiled window and the
+    plain synchronised call without any profiler.
+
+    Both over-state the forward: the profiler adds its own host work to every launch, and the plain
+    call adds the final synchronisation. The GPU counts as idle for most of the forward only when it
+    is idle by the tighter of the two.
+    """
+    candidates = [v for v in (summary.wall_us_per_call, summary.plain_us_per_call) if v and v > 0]
+    return min(candidates) if candidates else 0.0
+
+
 def classify_timeline(summary, t: Thresholds = DEFAULT_THRESHOLDS) -> Classification | None:
     """Launch- or host-bound from a torchprof.TimelineSummary; None when the GPU is mostly busy.
 
-    Idle GPU time is split by what explains it: when it amounts to at most `launch_gap_us` per
-    kernel launch, launching is the cost (fuse kernels, capture a CUDA graph); larger gaps mean the
-    host is doing work or waiting (Python, CPU ops, device-to-host synchronisation).
+    The GPU must be idle for at least `idle_fraction` of the forward (`forward_us`). Then the idle
+    time is explained: host-device synchronisations, or idle gaps of at least GAP_REPORT_US holding
+    `host_gap_share` of it, mean the host is doing work or waiting (Python, CPU ops, `.item()`):
+    host-bound. Otherwise the idle time is spread over the short gaps between many launches:
+    launch-bound (fuse kernels, capture a CUDA graph).
     """
-    if summary is None or summary.kernels_per_call <= 0 or summary.wall_us_per_call <= 0:
+    if summary is None or summary.kernels_per_call <= 0:
         return None
-    idle = summary.idle_fraction
-    gap_per_launch = summary.idle_us_per_call / summary.kernels_per_call
+    wall = forward_us(summary)
+    if wall <= 0:
+        return None
+    busy = min(summary.busy_us_per_call, wall)
+    idle_us = wall - busy
+    idle = idle_us / wall
     numbers = {
         "idle_fraction": idle,
         "kernels_per_call": summary.kernels_per_call,
         "median_kernel_us": summary.median_kernel_us,
-        "idle_us_per_launch": gap_per_launch,
+        "idle_us_per_launch": idle_us / summary.kernels_per_call,
+        "long_gap_us_per_call": summary.long_gap_us_per_call,
         "syncs_per_call": summary.syncs_per_call,
-        "wall_us_per_call": summary.wall_us_per_call,
+        "wall_us_per_call": wall,
+        "window_us_per_call": summary.wall_us_per_call,
+        "plain_us_per_call": summary.plain_us_per_call,
     }
     if idle < t.idle_fraction:
         return None
-    head = f"GPU idle {idle:.0%} of the {summary.wall_us_per_call:.0f} us forward"
-    if gap_per_launch <= t.launch_gap_us and summary.syncs_per_call < 1:
+    head = f"GPU idle {idle:.0%} of the {wall:.0f} us forward"
+    host_gaps = summary.long_gap_us_per_call >= t.host_gap_share * idle_us
+    if summary.syncs_per_call < 1 and not host_gaps:
         reason = (
             f"launch-bound: {head} across {summary.kernels_per_call:g} kernel launches "
-            f"(median kernel {summary.median_kernel_us:.1f} us, {gap_per_launch:.1f} us idle per launch)"
+            f"(median kernel {summary.median_kernel_us:.1f} us, {numbers['idle_us_per_launch']:.1f} us idle per launch)"
         )
         return Classification(Bottleneck.launch, reason, numbers)
-    reason = f"host-bound: {head}; largest gap {summary.max_gap_us:.0f} us"
+    reason = f"host-bound: {head}"
+    if host_gaps:
+        reason += (f"; gaps of {GAP_REPORT_US:.0f} us or more hold {summary.long_gap_us_per_call:.0f} us of it, "
+                   f"the largest {summary.max_gap_us:.0f} us")
     if summary.syncs_per_call >= 1:
-        reason += f", {summary.syncs_per_call:g} host-device synchronisations per forward"
+        reason += f"; {summary.syncs_per_call:g} host-device synchronisations per forward"
     return Classification(Bottleneck.host, reason, numbers)
+
+
+def classify_forward(workload: Classification | None, kernels) -> Classification:
+    """The class of the whole forward: launch/host from the timeline when it found one, else that of
+    the kernel with the most GPU time (`kernels` hottest first, as parse.aggregate_by_name returns)."""
+    if workload is not None:
+        return workload
+    if not kernels:
+        return Classification(Bottleneck.unknown, "no kernel was measured", {}, False)
+    return classify_kernel(kernels[0])

@@ -13,9 +13,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .hotspots import HotSpot
 from .report import ProfileReport
 from .resources import ResourceReport
-from .sass import HotSpot, SassSummary
+from .sass import SassSummary
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding `kernelwright/`
 

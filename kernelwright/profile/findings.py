@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from .classify import Bottleneck, Classification
+from .hotspots import HotSpot
 from .metrics import STALL_REASONS
 from .parse import KernelProfile
 from .resources import ResourceReport
-from .sass import HotSpot, SassSummary
+from .sass import SassSummary
 
 SKILL_TAGS = (
     "vectorized-access", "coalescing", "smem-tiling", "bank-conflict-padding", "warp-shuffle-reduction",
@@ -305,7 +306,9 @@ def dominant_stall(ev: KernelEvidence) -> Finding | None:
             f"({reason.replace('_', ' ')}) — {advice}.")
     if ev.hotspots:
         top = ev.hotspots[0]
-        text += f" Hottest instruction: `{top.source}` with {top.share:.0%} of the stall samples."
+        text += f" Hottest instruction: `{top.source}` with {top.share:.0%} of the stall samples"
+        # samples land on the instruction that waits, so name the load it waits for
+        text += f", waiting for `{top.waits_on}`." if top.waits_on else "."
     return _finding(ev, text, tags, {"stall_share": share, "warp_cycles_per_issue": per_issue}, share)
 
 

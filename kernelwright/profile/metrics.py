@@ -4,8 +4,9 @@ Stage 1 is cheap (speed of light, launch statistics, occupancy) and runs on ever
 stage 2 collects only what the bottleneck class of a hot kernel needs. Rules and findings never
 spell raw metric names: they ask for a short key (`"dram_pct"`), and `ALIASES` lists the raw names
 that can answer it. Several names per key because names move between ncu versions and GPU
-generations (`dram__throughput` vs `gpu__dram_throughput`, HMMA vs Hopper's GMMA pipes); names a
-device does not know are dropped before collection (see ncu.filter_metrics).
+generations (`dram__throughput` vs `gpu__dram_throughput`, a pipe's cycles vs its instructions); names a
+device does not know are dropped before collection (see ncu.filter_metrics); launch and occupancy
+values come with the stage-1 sections instead (STAGE1_SECTION_KEYS).
 """
 from __future__ import annotations
 
@@ -21,9 +22,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     ),
     "l1_pct": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
     "l2_pct": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
-    "tensor_pct": (
+    "tensor_pct": (  # on Hopper the hmma pipe counts HGMMA (wgmma) too: there is no separate gmma pipe metric
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
         "sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active",
     ),
     "fma_pct": ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",),
@@ -79,12 +79,19 @@ for _reason in STALL_REASONS:
     ALIASES[f"stall_{_reason}"] = (f"smsp__average_warps_issue_stalled_{_reason}_per_issue_active.ratio",)
 
 STAGE1_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy")
-STAGE1_KEYS = (
-    "duration_ns", "sm_pct", "mem_pct", "dram_pct", "l1_pct", "l2_pct", "tensor_pct", "fma_pct",
-    "issue_active_pct", "achieved_occupancy_pct", "theoretical_occupancy_pct", "grid_size",
-    "block_size", "registers", "smem_static", "smem_dynamic", "waves", "sm_count",
-    "occ_limit_registers", "occ_limit_smem", "occ_limit_warps", "occ_limit_blocks",
+# Launch attributes, device attributes and occupancy limits arrive with the LaunchStats and
+# Occupancy sections. `ncu --query-metrics` lists only hardware counters, so these names are absent
+# from it (checked against ncu 2025.3 on an H100): they are never requested with --metrics, and
+# therefore never filtered against that list, which would drop them all.
+STAGE1_SECTION_KEYS = (
+    "theoretical_occupancy_pct", "grid_size", "block_size", "registers", "smem_static", "smem_dynamic",
+    "waves", "sm_count", "occ_limit_registers", "occ_limit_smem", "occ_limit_warps", "occ_limit_blocks",
 )
+STAGE1_COUNTER_KEYS = (
+    "duration_ns", "sm_pct", "mem_pct", "dram_pct", "l1_pct", "l2_pct", "tensor_pct", "fma_pct",
+    "issue_active_pct", "achieved_occupancy_pct",
+)
+STAGE1_KEYS = STAGE1_COUNTER_KEYS + STAGE1_SECTION_KEYS
 
 # stage 2 by bottleneck class (the values of classify.Bottleneck)
 STAGE2_SECTIONS: dict[str, tuple[str, ...]] = {
@@ -123,7 +130,8 @@ def raw_names(keys) -> list[str]:
 
 
 def stage1_metrics() -> list[str]:
-    return raw_names(STAGE1_KEYS)
+    """Counters requested explicitly in stage 1 (the section-provided keys come with the sections)."""
+    return raw_names(STAGE1_COUNTER_KEYS)
 
 
 def stage2_plan(classes) -> tuple[list[str], list[str]]:

@@ -22,7 +22,9 @@ FIXED_COLUMNS = (
 
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9, "p": 1e-12}
 _BINARY_PREFIX = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
-_BASES = ("byte", "second", "hz", "bit")
+# unit spellings -> base unit; ncu 2025.3 prints durations as "ns" with --print-units base, older
+# versions and other print modes as "nsecond", "usecond", "msecond"
+_BASES = {"byte": "byte", "second": "second", "s": "second", "hz": "hz", "bit": "bit"}
 _TUPLE = re.compile(r"\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?")
 
 
@@ -75,7 +77,7 @@ def parse_number(text: str) -> float | None:
 
 
 def to_base(value: float, unit: str) -> tuple[float, str]:
-    """Convert `value` in `unit` (e.g. "Mbyte", "usecond", "Gbyte/second") to base units.
+    """Convert `value` in `unit` (e.g. "Mbyte", "usecond", "us", "Gbyte/second") to base units.
 
     Time is expressed in nanoseconds, ncu's base unit for durations; bytes and hertz in units.
     Units without a known prefix+base ("%", "register/thread", "cycle", "inst") are returned as is.
@@ -89,7 +91,7 @@ def to_base(value: float, unit: str) -> tuple[float, str]:
             base = head[len(prefix):]
             if base.lower() not in _BASES:
                 continue
-            base = base.lower()
+            base = _BASES[base.lower()]
             if base == "second":  # durations in ns
                 factor *= 1e9
                 base = "nsecond"

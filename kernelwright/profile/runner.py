@@ -4,7 +4,8 @@
 
 `ncu` mode brackets the measured forwards with cudaProfilerStart/Stop, so ncu (started with
 `--profile-from-start off`) sees neither compilation nor autotuning nor warm-up. `timeline` mode
-measures plain time per call, energy per call and the torch-profiler timeline, and lists the
+measures plain time per call, energy per call and the torch-profiler timeline (its summary and the
+compact events it was computed from, so a recording can be replayed), and lists the
 compiled Triton kernels and extension binaries of the candidate for the resource and SASS pass.
 Every outcome is written to `--out` as JSON; a failure is a JSON error, never only a traceback.
 """
@@ -91,14 +92,18 @@ def plain_ms_per_call(session: Session, calls: int) -> float:
 
 def run_timeline_mode(session: Session, args: argparse.Namespace) -> dict:
     from .energy import measure_energy
-    from .torchprof import collect_timeline
+    from .torchprof import PROFILER_WARMUP_CALLS, events_to_json, record_timeline, summarize_timeline
 
     out = {"plain_ms_per_call": plain_ms_per_call(session, max(args.calls, 5))}
     if args.energy_seconds > 0 and session.use_cuda:
         index = session.torch.cuda.current_device()
         out["energy"] = measure_energy(session.forward, session.sync, args.energy_seconds, index).to_dict()
-    timeline = collect_timeline(session.forward, args.calls, session.use_cuda)
+    events = record_timeline(session.forward, args.calls, session.use_cuda)
+    timeline = summarize_timeline(events, skip=PROFILER_WARMUP_CALLS)
+    timeline.device = session.device_name()
+    timeline.plain_us_per_call = out["plain_ms_per_call"] * 1e3
     out["timeline"] = asdict(timeline)
+    out["events"] = events_to_json(events)  # replayable: summarize_timeline(events_from_json(...))
     artifacts = Path(args.artifacts) if args.artifacts else None
     out["triton"] = triton_kernels(session.candidate, artifacts)
     out["binaries"] = extension_binaries(session.candidate)

@@ -1,19 +1,17 @@
-"""SASS instruction mix (cuobjdump -sass / nvdisasm) and source-level hot spots (ncu SourceCounters).
+"""SASS instruction mix (cuobjdump -sass / nvdisasm).
 
 The static mix answers questions the counters cannot: are global loads 32-bit (`LDG.E`) or
 128-bit (`LDG.E.128`), does the kernel touch local memory (`LDL`/`STL`: spills), does it use
-tensor cores (`HMMA`, Hopper's `HGMMA`), async copies (`LDGSTS`, TMA `UTMALDG`)? Hot spots come
-from ncu's source page, which attributes warp-stall samples to SASS instructions.
+tensor cores (`HMMA`, Hopper's `HGMMA`), async copies (`LDGSTS`, TMA `UTMALDG`)? Hot spots, from
+ncu's source page, live in hotspots.py.
 """
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .parse import parse_number
 from .resources import find_tool, run_tool
 
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
@@ -142,66 +140,3 @@ def disassemble(path: str | Path, timeout_s: float = 120.0) -> tuple[list[SassSu
             return summaries, out, ""
         note = out.strip()[-300:]
     return [], "", note
-
-
-@dataclass
-class HotSpot:
-    address: str
-    source: str  # the SASS instruction text
-    samples: float  # warp-stall samples attributed to it
-    share: float  # of all samples in the kernel
-    executed: float | None = None
-
-
-def _sample_column(header: list[str]) -> int | None:
-    for wanted in ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)", "# Samples"):
-        if wanted in header:
-            return header.index(wanted)
-    return next((i for i, cell in enumerate(header) if "Sampl" in cell), None)
-
-
-def _block_hotspots(header: list[str], block: list[list[str]], top: int) -> list[HotSpot]:
-    samples_at, source_at = _sample_column(header), header.index("Source")
-    if samples_at is None:
-        return []
-    executed_at = header.index("Instructions Executed") if "Instructions Executed" in header else None
-    address_at = header.index("Address") if "Address" in header else 0
-    found = []
-    for row in block:
-        if len(row) < len(header):
-            continue
-        samples = parse_number(row[samples_at])
-        if samples:
-            executed = parse_number(row[executed_at]) if executed_at is not None else None
-            found.append(HotSpot(row[address_at].strip(), row[source_at].strip(), samples, 0.0, executed))
-    total = sum(h.samples for h in found) or 1.0
-    for h in found:
-        h.share = h.samples / total
-    return sorted(found, key=lambda h: -h.samples)[:top]
-
-
-def parse_source_page(text: str, top: int = 5) -> dict[str, list[HotSpot]]:
-    """Top SASS instructions by warp-stall samples, per kernel, from `ncu --page source --csv`.
-
-    The export holds one block per kernel: a `"Kernel Name","<name>"` row, a header row
-    (`"Address","Source","Warp Stall Sampling (All Samples)",...`), then one row per instruction.
-    Blocks without a name row are keyed "". Returns {} when there is no source table
-    (SourceCounters not collected, or an export ncu could not produce).
-    """
-    result: dict[str, list[HotSpot]] = {}
-    name, header, block = "", None, []
-
-    def close():
-        if header is not None:
-            result[name] = _block_hotspots(header, block, top)
-
-    for row in csv.reader(text.splitlines()):
-        if len(row) >= 2 and row[0] == "Kernel Name":
-            close()
-            name, header, block = row[1].strip(), None, []
-        elif "Source" in row and header is None:
-            header = row
-        elif header is not None:
-            block.append(row)
-    close()
-    return result

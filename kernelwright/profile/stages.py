@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from . import metrics as catalog
-from .classify import Bottleneck, Classification, classify_kernel
+from .classify import Bottleneck, Classification, classify_forward, classify_kernel
 from .context import ProfileRun, read_json
 from .findings import Finding, KernelEvidence, kernel_findings, notice
+from .hotspots import parse_source_page
 from .ncu import (NcuPlan, filter_metrics, find_ncu, import_command, ncu_env, parse_query_metrics,
                   query_metrics_command, run_bounded, run_collection)
 from .parse import KernelProfile, NcuParseError, aggregate_by_name, function_base, parse_raw_csv
 from .report import KernelReport
-from .sass import parse_source_page
 
 _QUERY_CACHE: dict[str, set[str]] = {}  # ncu path -> base metric names it lists
 MIN_LISTED_METRICS = 100
@@ -155,8 +155,8 @@ def attach_kernels(run: ProfileRun, kernels: list[KernelProfile], workload: Clas
                              share * 0.1, kernel.name)]
         report.findings += found
         report.kernels.append(_kernel_report(ev))
-    if workload is None and report.kernels:
-        report.bottleneck = report.kernels[0].bottleneck
+    if kernels:
+        report.bottleneck = str(classify_forward(workload, kernels).bottleneck)
 
 
 def _kernel_report(ev: KernelEvidence) -> KernelReport:

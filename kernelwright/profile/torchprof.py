@@ -1,8 +1,16 @@
 """Timeline pass with torch.profiler: kernel launches per forward, GPU busy vs wall time, host gaps.
 
 ncu replays kernels one by one and cannot see the time *between* them; the torch profiler can.
-`collect_timeline` records a few forwards and turns the trace into plain `TimelineEvent`s;
-`summarize_timeline` (pure) reduces them to the numbers that classify.classify_timeline needs.
+`record_timeline` records a few forwards, each inside a `kw_forward` range and followed by a
+device synchronisation (outside the range), and keeps the events that matter as plain
+`TimelineEvent`s; `summarize_timeline` (pure) measures every forward in its own window and reduces
+them to the numbers that classify.classify_timeline needs.
+
+Only time inside a forward counts. A forward's window runs from the start of its range to the end
+of its range or of its last kernel, whichever is later; the time between forwards (the loop, the
+synchronisation, the profiler's own bookkeeping) is never GPU idle time of the model. The first
+recorded forward is a profiler warm-up and is dropped: the profiler sets itself up on the first
+launches it sees, which once showed as a 3 ms "gap" in a 0.3 ms forward.
 """
 from __future__ import annotations
 
@@ -16,7 +24,9 @@ SYNC_NAMES = (
     "aten::item", "aten::_local_scalar_dense", "aten::nonzero", "cudaStreamSynchronize",
     "cudaDeviceSynchronize", "cudaEventSynchronize",
 )
-GAP_REPORT_US = 50.0  # idle gaps at least this long are counted as host gaps
+GAP_REPORT_US = 50.0  # idle gaps at least this long are host gaps (launching a kernel costs far less)
+PROFILER_WARMUP_CALLS = 1  # recorded forwards dropped before measuring
+MAX_STORED_EVENTS = 20000  # cap of the compact event list kept beside the summary
 
 
 @dataclass
@@ -33,16 +43,20 @@ class TimelineEvent:
 
 @dataclass
 class TimelineSummary:
-    calls: int = 0
+    """Per-forward numbers; times are medians over the measured forwards, counts are means."""
+
+    calls: int = 0  # measured forwards (after the profiler warm-up)
     kernels_per_call: float = 0.0
     kernel_us_per_call: float = 0.0  # sum of kernel durations
-    busy_us_per_call: float = 0.0  # union of kernel and copy intervals
-    wall_us_per_call: float = 0.0
+    busy_us_per_call: float = 0.0  # union of kernel and copy intervals inside the forward
+    wall_us_per_call: float = 0.0  # the forward's window under the profiler
     idle_fraction: float = 0.0
     median_kernel_us: float = 0.0
-    max_gap_us: float = 0.0
+    max_gap_us: float = 0.0  # longest idle stretch inside one forward
     long_gaps_per_call: float = 0.0  # idle gaps >= GAP_REPORT_US
+    long_gap_us_per_call: float = 0.0  # idle time in those gaps
     syncs_per_call: float = 0.0
+    plain_us_per_call: float = 0.0  # synchronised forward without any profiler (runner); 0 = not measured
     top_kernels: list[dict] = field(default_factory=list)  # name, total_us, count (per call)
     device: str = ""
 
@@ -51,25 +65,31 @@ class TimelineSummary:
         return max(0.0, self.wall_us_per_call - self.busy_us_per_call)
 
 
-def _union(intervals: list[tuple[float, float]]) -> tuple[float, list[float]]:
-    """Covered length of `intervals` and the gaps between consecutive covered stretches."""
-    total, gaps = 0.0, []
-    end = None
+@dataclass
+class ForwardWindow:
+    """One forward: its window, the device time inside it, and the idle stretches between."""
+
+    start_us: float
+    end_us: float
+    kernels: list[TimelineEvent] = field(default_factory=list)
+    busy_us: float = 0.0
+    gaps_us: list[float] = field(default_factory=list)  # before, between and after the device work
+    syncs: int = 0
+
+    @property
+    def wall_us(self) -> float:
+        return max(self.end_us - self.start_us, self.busy_us, 1e-9)
+
+
+def _union(intervals: list[tuple[float, float]]) -> tuple[float, list[tuple[float, float]]]:
+    """Covered length of `intervals` and the covered stretches, in order."""
+    stretches: list[list[float]] = []
     for start, stop in sorted(intervals):
-        if end is None or start > end:
-            if end is not None:
-                gaps.append(start - end)
-            total += stop - start
-            end = stop
-        elif stop > end:
-            total += stop - end
-            end = stop
-    return total, gaps
-
-
-def _inside(event: TimelineEvent, ranges: list[TimelineEvent]) -> bool:
-    """Whether `event` starts inside a forward (the final synchronize of the pass is not the model's)."""
-    return not ranges or any(r.start_us <= event.start_us <= r.end_us for r in ranges)
+        if stretches and start <= stretches[-1][1]:
+            stretches[-1][1] = max(stretches[-1][1], stop)
+        else:
+            stretches.append([start, stop])
+    return sum(b - a for a, b in stretches), [(a, b) for a, b in stretches]
 
 
 def _outermost(events: list[TimelineEvent]) -> list[TimelineEvent]:
@@ -82,45 +102,105 @@ def _outermost(events: list[TimelineEvent]) -> list[TimelineEvent]:
     return kept
 
 
-def summarize_timeline(events: list[TimelineEvent], calls: int, top: int = 5) -> TimelineSummary:
-    """Per-forward numbers from the events of `calls` forwards (one `range` event per forward)."""
-    calls = max(1, calls)
-    ranges = [e for e in events if e.kind == "range"]
-    device = [e for e in events if e.kind in ("kernel", "memcpy")]
-    kernels = [e for e in events if e.kind == "kernel"]
-    if ranges:
-        window_start = min(e.start_us for e in ranges)
-        window_end = max([e.end_us for e in ranges] + [e.end_us for e in device])
-    elif device:
-        window_start, window_end = min(e.start_us for e in device), max(e.end_us for e in device)
-    else:
-        return TimelineSummary(calls=calls)
-    busy, gaps = _union([(e.start_us, e.end_us) for e in device])
-    if device:  # idle before the first kernel (launch latency, host work) counts too
-        first = min(e.start_us for e in device)
-        gaps.append(max(0.0, first - window_start))
-    wall = max(window_end - window_start, busy, 1e-9)
+def _window(rng: TimelineEvent, device: list[TimelineEvent], syncs: list[TimelineEvent]) -> ForwardWindow:
+    """Measure one forward: `device` holds the device events that started during it."""
+    busy, stretches = _union([(e.start_us, e.end_us) for e in device])
+    end = max([rng.end_us] + [b for _, b in stretches])
+    gaps, cursor = [], rng.start_us
+    for a, b in stretches:
+        gaps.append(max(0.0, a - cursor))
+        cursor = max(cursor, b)
+    gaps.append(max(0.0, end - cursor))  # host work after the last kernel finished
+    inside = [s for s in syncs if rng.start_us <= s.start_us <= rng.end_us]
+    return ForwardWindow(rng.start_us, end, [e for e in device if e.kind == "kernel"], busy,
+                         [g for g in gaps if g > 0], len(inside))
+
+
+def forward_windows(events: list[TimelineEvent], skip: int = 0) -> list[ForwardWindow]:
+    """One window per `range` event after the first `skip`; device work belongs to the forward during
+    which it started (the recorder synchronises after every forward, so none spills into the next)."""
+    ranges = sorted((e for e in events if e.kind == "range"), key=lambda e: e.start_us)
+    device = sorted((e for e in events if e.kind in ("kernel", "memcpy")), key=lambda e: e.start_us)
+    syncs = _outermost([e for e in events if e.kind == "cpu" and e.name in SYNC_NAMES])
+    if not ranges and device:  # no forward markers: one window around all device work
+        ranges = [TimelineEvent(FORWARD_RANGE, "range", device[0].start_us, device[0].start_us)]
+        skip = 0
+    windows = []
+    for index, rng in enumerate(ranges):
+        following = ranges[index + 1].start_us if index + 1 < len(ranges) else float("inf")
+        mine = [e for e in device if rng.start_us <= e.start_us < following]
+        if index >= skip:
+            windows.append(_window(rng, mine, syncs))
+    return windows
+
+
+def summarize_timeline(events: list[TimelineEvent], skip: int = 0, top: int = 5) -> TimelineSummary:
+    """Per-forward numbers from recorded events, dropping the first `skip` forwards (profiler warm-up)."""
+    windows = forward_windows(events, skip)
+    if not windows:
+        return TimelineSummary()
+    calls = len(windows)
+    kernels = [k for w in windows for k in w.kernels]
+    gaps = [g for w in windows for g in w.gaps_us]
     totals: dict[str, list[float]] = {}
     for e in kernels:
         totals.setdefault(e.name, []).append(e.dur_us)
     ranked = sorted(totals.items(), key=lambda kv: -sum(kv[1]))[:top]
-    syncs = _outermost([e for e in events if e.kind == "cpu" and e.name in SYNC_NAMES and _inside(e, ranges)])
+    wall = statistics.median(w.wall_us for w in windows)
+    busy = statistics.median(w.busy_us for w in windows)
     return TimelineSummary(
         calls=calls,
         kernels_per_call=len(kernels) / calls,
         kernel_us_per_call=sum(e.dur_us for e in kernels) / calls,
-        busy_us_per_call=busy / calls,
-        wall_us_per_call=wall / calls,
+        busy_us_per_call=busy,
+        wall_us_per_call=wall,
         idle_fraction=max(0.0, 1.0 - busy / wall),
         median_kernel_us=statistics.median([e.dur_us for e in kernels]) if kernels else 0.0,
         max_gap_us=max(gaps, default=0.0),
         long_gaps_per_call=sum(1 for g in gaps if g >= GAP_REPORT_US) / calls,
-        syncs_per_call=len(syncs) / calls,
+        long_gap_us_per_call=statistics.median(sum(g for g in w.gaps_us if g >= GAP_REPORT_US) for w in windows),
+        syncs_per_call=sum(w.syncs for w in windows) / calls,
         top_kernels=[
             {"name": name, "total_us": sum(d) / calls, "count": len(d) / calls} for name, d in ranked
         ],
     )
 
+
+def timeline_from_runner(data: dict) -> TimelineSummary | None:
+    """The TimelineSummary in a runner's timeline JSON (live, or a recording), with its plain time.
+
+    The runner's plain time per call (a synchronised forward without any profiler) fills
+    `plain_us_per_call` when the summary lacks it, as in recordings made before that field existed.
+    """
+    fields = TimelineSummary.__dataclass_fields__
+    raw = data.get("timeline")
+    if not isinstance(raw, dict):
+        return None
+    summary = TimelineSummary(**{k: v for k, v in raw.items() if k in fields})
+    plain_ms = data.get("plain_ms_per_call")
+    if not summary.plain_us_per_call and isinstance(plain_ms, (int, float)) and plain_ms > 0:
+        summary.plain_us_per_call = plain_ms * 1e3
+    return summary
+
+
+# ------------------------------------------------------------------------------------------ events on disk
+
+def events_to_json(events: list[TimelineEvent], limit: int = MAX_STORED_EVENTS) -> dict:
+    """A compact, replayable form: names listed once, times in us relative to the first event."""
+    kept = sorted(events, key=lambda e: e.start_us)[:limit]
+    origin = kept[0].start_us if kept else 0.0
+    names: dict[str, int] = {}
+    rows = [[names.setdefault(e.name, len(names)), e.kind, round(e.start_us - origin, 3), round(e.end_us - origin, 3)]
+            for e in kept]
+    return {"names": list(names), "rows": rows, "truncated": len(events) > limit}
+
+
+def events_from_json(data: dict) -> list[TimelineEvent]:
+    names = data.get("names", [])
+    return [TimelineEvent(names[i], kind, float(start), float(end)) for i, kind, start, end in data.get("rows", [])]
+
+
+# ------------------------------------------------------------------------------------------ recording
 
 def _event_kind(event, cuda_type) -> str:
     if event.name == FORWARD_RANGE:  # the CPU range, or its mirror on the GPU timeline
@@ -131,23 +211,38 @@ def _event_kind(event, cuda_type) -> str:
     return "cpu"
 
 
-def collect_timeline(forward: Callable[[], object], calls: int, use_cuda: bool) -> TimelineSummary:
-    """Profile `calls` invocations of `forward` (already warmed up) and summarise the timeline."""
+def _wanted(event: TimelineEvent) -> bool:
+    return event.kind in ("range", "kernel", "memcpy") or (event.kind == "cpu" and event.name in SYNC_NAMES)
+
+
+def record_timeline(forward: Callable[[], object], calls: int, use_cuda: bool) -> list[TimelineEvent]:
+    """Profile PROFILER_WARMUP_CALLS + `calls` forwards (already warmed up); the events that matter."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     with profile(activities=activities) as prof:
-        for _ in range(calls):
+        for _ in range(PROFILER_WARMUP_CALLS + calls):
             with record_function(FORWARD_RANGE):
                 forward()
-        if use_cuda:
-            torch.cuda.synchronize()
+            if use_cuda:  # outside the range: the next forward starts on an idle device
+                torch.cuda.synchronize()
     cuda_type = torch.autograd.DeviceType.CUDA
     events = [
         TimelineEvent(e.name, _event_kind(e, cuda_type), float(e.time_range.start), float(e.time_range.end))
         for e in prof.events()
     ]
-    summary = summarize_timeline(events, calls)
-    summary.device = torch.cuda.get_device_name() if use_cuda else "cpu"
+    return [e for e in events if _wanted(e)]
+
+
+def collect_timeline(forward: Callable[[], object], calls: int, use_cuda: bool) -> TimelineSummary:
+    """Record and summarise `calls` forwards (after the profiler warm-up forward)."""
+    summary = summarize_timeline(record_timeline(forward, calls, use_cuda), skip=PROFILER_WARMUP_CALLS)
+    summary.device = _device_name(use_cuda)
     return summary
+
+
+def _device_name(use_cuda: bool) -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if use_cuda else "cpu"

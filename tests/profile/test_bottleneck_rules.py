@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.profile.classify import Bottleneck, Thresholds, classify_kernel, classify_timeline
+from kernelwright.profile.classify import (Bottleneck, Thresholds, classify_forward, classify_kernel,
+                                           classify_timeline, forward_us)
 from kernelwright.profile.parse import KernelProfile, parse_raw_csv
 from kernelwright.profile.torchprof import TimelineSummary
 
@@ -78,23 +79,52 @@ def test_busy_gpu_is_not_launch_or_host_bound():
     assert classify_timeline(timeline()) is None
     assert classify_timeline(None) is None
     assert classify_timeline(timeline(kernels_per_call=0)) is None
+    assert classify_timeline(timeline(wall_us_per_call=0)) is None  # nothing to judge against
+
+
+def test_the_plain_call_caps_the_forward_time():
+    """A profiler window inflated by the profiler's own host work does not make a busy GPU idle."""
+    inflated = timeline(busy_us_per_call=260, wall_us_per_call=1400, idle_fraction=0.81)
+    assert classify_timeline(inflated).bottleneck == Bottleneck.launch  # no plain time: the window decides
+    assert classify_timeline(timeline(busy_us_per_call=260, wall_us_per_call=1400, plain_us_per_call=350)) is None
+    # and the window caps a plain call made slow by its synchronisation
+    assert forward_us(timeline(wall_us_per_call=120, plain_us_per_call=400)) == 120
 
 
 def test_many_short_kernels_with_small_gaps_are_launch_bound():
-    s = timeline(kernels_per_call=40, busy_us_per_call=120, wall_us_per_call=400, idle_fraction=0.7,
-                 median_kernel_us=2.5, max_gap_us=12)
+    s = timeline(kernels_per_call=40, busy_us_per_call=120, wall_us_per_call=400, median_kernel_us=2.5,
+                 max_gap_us=12)
     result = classify_timeline(s)
     assert result.bottleneck == Bottleneck.launch
     assert result.numbers["idle_us_per_launch"] == pytest.approx(280 / 40)
+    assert result.numbers["idle_fraction"] == pytest.approx(0.7)
     assert "40 kernel launches" in result.reason
 
 
-def test_large_gaps_or_syncs_are_host_bound():
-    gaps = timeline(kernels_per_call=4, busy_us_per_call=200, wall_us_per_call=1200, idle_fraction=0.83,
-                    median_kernel_us=50, max_gap_us=600)
-    assert classify_timeline(gaps).bottleneck == Bottleneck.host
-    syncs = timeline(kernels_per_call=40, busy_us_per_call=120, wall_us_per_call=400, idle_fraction=0.7,
-                     median_kernel_us=2.5, max_gap_us=12, syncs_per_call=2)
+def test_long_gaps_holding_most_of_the_idle_time_are_host_bound():
+    gaps = timeline(kernels_per_call=4, busy_us_per_call=200, wall_us_per_call=1200, median_kernel_us=50,
+                    max_gap_us=600, long_gap_us_per_call=900)
+    result = classify_timeline(gaps)
+    assert result.bottleneck == Bottleneck.host
+    assert "gaps of 50 us or more hold 900 us of it, the largest 600 us" in result.reason
+    few = timeline(kernels_per_call=4, busy_us_per_call=200, wall_us_per_call=1200, long_gap_us_per_call=300)
+    assert classify_timeline(few).bottleneck == Bottleneck.launch  # 300 of 1000 idle us: not most of it
+    share = Thresholds(host_gap_share=0.25)
+    assert classify_timeline(few, share).bottleneck == Bottleneck.host
+
+
+def test_syncs_are_host_bound():
+    syncs = timeline(kernels_per_call=40, busy_us_per_call=120, wall_us_per_call=400, median_kernel_us=2.5,
+                     max_gap_us=12, syncs_per_call=2)
     result = classify_timeline(syncs)
     assert result.bottleneck == Bottleneck.host
     assert "2 host-device synchronisations" in result.reason
+
+
+def test_the_forward_takes_the_hottest_kernels_class_unless_the_timeline_decided():
+    kernels = parse_raw_csv((HANDWRITTEN / "stage1_raw.csv").read_text())
+    hottest_first = sorted(kernels, key=lambda k: -k.total_ns)
+    assert classify_forward(None, hottest_first).bottleneck == Bottleneck.latency  # serial_kernel, 2048 us
+    launch = classify_timeline(timeline(kernels_per_call=40, busy_us_per_call=120, wall_us_per_call=400))
+    assert classify_forward(launch, hottest_first) is launch
+    assert classify_forward(None, []).bottleneck == Bottleneck.unknown

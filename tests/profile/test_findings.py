@@ -13,7 +13,8 @@ from kernelwright.profile.findings import (
 )
 from kernelwright.profile.parse import KernelProfile, aggregate_by_name, parse_raw_csv
 from kernelwright.profile.resources import parse_ptxas_verbose
-from kernelwright.profile.sass import parse_sass, parse_source_page
+from kernelwright.profile.hotspots import parse_source_page
+from kernelwright.profile.sass import parse_sass
 from kernelwright.profile.torchprof import TimelineSummary
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -128,9 +129,14 @@ def test_timeline_findings_for_launch_and_host():
     assert "30 kernel launches per call" in finding.text and finding.impact == pytest.approx(0.8)
     host = classify_timeline(TimelineSummary(calls=2, kernels_per_call=3, busy_us_per_call=60, wall_us_per_call=900,
                                              idle_fraction=0.93, median_kernel_us=20.0, max_gap_us=700,
-                                             syncs_per_call=1))
+                                             long_gap_us_per_call=800, syncs_per_call=1))
     (finding,) = timeline_findings(host)
-    assert finding.tags == ["avoid-host-sync"] and "largest gap 700 us" in finding.text
+    assert finding.tags == ["avoid-host-sync"] and "the largest 700 us" in finding.text
+    assert finding.text.startswith("Whole forward: GPU idle 93% of the 900 us forward")
+    gaps = classify_timeline(TimelineSummary(calls=2, kernels_per_call=3, busy_us_per_call=60, wall_us_per_call=900,
+                                             max_gap_us=700, long_gap_us_per_call=800))
+    (finding,) = timeline_findings(gaps)
+    assert finding.tags == ["launch-overhead-cuda-graphs"] and "remove host work between kernels" in finding.text
     assert timeline_findings(None) == []
 
 

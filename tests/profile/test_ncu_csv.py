@@ -41,7 +41,7 @@ def test_launch_geometry_and_short_keys(stage1):
 
 def test_na_cells_are_absent_not_zero(stage1):
     serial = stage1[2]
-    assert "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active" not in serial.metrics
+    assert "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active" not in serial.metrics
     assert serial.get("tensor_pct") is None
 
 
@@ -79,7 +79,9 @@ def test_parse_number(text, expected):
 
 @pytest.mark.parametrize("value, unit, expected", [
     (2.0, "usecond", (2000.0, "nsecond")), (3.0, "msecond", (3e6, "nsecond")), (1.0, "second", (1e9, "nsecond")),
-    (5.0, "nsecond", (5.0, "nsecond")), (2.0, "Mbyte", (2e6, "byte")), (1.0, "Kibyte", (1024.0, "byte")),
+    (5.0, "nsecond", (5.0, "nsecond")), (260384.0, "ns", (260384.0, "nsecond")), (2.0, "us", (2000.0, "nsecond")),
+    (3.0, "ms", (3e6, "nsecond")), (4.0, "sector", (4.0, "sector")), (132.0, "SM", (132.0, "SM")),
+    (2.0, "Mbyte", (2e6, "byte")), (1.0, "Kibyte", (1024.0, "byte")),
     (1.5, "Gbyte/second", (1.5e9, "byte/second")), (1.98, "Ghz", (1.98e9, "hz")), (42.0, "%", (42.0, "%")),
     (16.0, "register/thread", (16.0, "register/thread")), (7.0, "inst", (7.0, "inst")),
 ])

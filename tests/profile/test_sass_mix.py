@@ -1,11 +1,11 @@
-"""SASS instruction mix and source-page hot spots, on real cuobjdump listings (fixtures/toolchain)."""
+"""SASS instruction mix, on real cuobjdump listings (fixtures/toolchain)."""
 import gzip
 from pathlib import Path
 
 import pytest
 
 from kernelwright.profile.resources import find_tool
-from kernelwright.profile.sass import SassSummary, access_bits, disassemble, parse_sass, parse_source_page
+from kernelwright.profile.sass import SassSummary, access_bits, disassemble, parse_sass
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLCHAIN = FIXTURES / "toolchain"
@@ -53,18 +53,6 @@ def test_summary_round_trips_through_a_dict():
 ])
 def test_access_bits(opcode, bits):
     assert access_bits(opcode) == bits
-
-
-def test_source_page_hotspots_rank_stall_samples():
-    pages = parse_source_page((FIXTURES / "handwritten" / "source_page.csv").read_text(), top=2)
-    (spots,) = pages.values()
-    assert [s.source for s in spots] == ["LDG.E R5, desc[UR4][R2.64]", "FFMA R7, R5, R6, R7"]
-    assert spots[0].samples == 1204 and spots[0].executed == 4096
-    assert spots[0].share == pytest.approx(1204 / 1537)
-
-
-def test_source_page_without_table_is_empty():
-    assert parse_source_page("==PROF== nothing here\n") == {}
 
 
 def test_disassemble_a_fresh_triton_cubin_matches_the_recorded_listing(compiled_triton):
