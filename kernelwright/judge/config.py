@@ -40,6 +40,8 @@ class JudgeConfig:
     output_limit_bytes: int = 64 * 1024
     no_network: bool = True
     device: str = "auto"  # "auto", "cuda", "cpu"
+    cpu_memory_limit_mb: int | None = None  # RLIMIT_AS for CPU runs (GPU drivers need huge address space)
+    cuda_arch_list: str | None = None  # TORCH_CUDA_ARCH_LIST for precompiling; None: env or nvidia-smi
     # timing
     time: bool = True
     warmup_ms: float = 25.0

@@ -1,0 +1,206 @@
+"""`kernelwright judge` and `kernelwright baseline`: the judge from the command line.
+
+Exit codes of `judge`: 0 the candidate passed, 1 it failed (or could not be built), 2 a usage
+error or a problem file that cannot be loaded.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def register(app: typer.Typer) -> None:
+    app.command("judge")(judge_command)
+    app.command("baseline")(baseline_command)
+
+
+def parse_overrides(settings: list[str]) -> dict:
+    from kernelwright.problem import ProblemError, parse_override
+
+    overrides = {}
+    for text in settings:
+        try:
+            name, value = parse_override(text)
+        except ProblemError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--set") from None
+        overrides[name] = value
+    return overrides
+
+
+def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
+                 torch_ops: Optional[str], device: str):
+    from kernelwright.judge import JudgeConfig
+
+    config = JudgeConfig(overrides=parse_overrides(settings), device=device)
+    if trials is not None:
+        config.trials = trials
+    if timeout is not None:
+        config.timeout_s = timeout
+    if no_time:
+        config.time = False
+    if torch_ops is not None:
+        if torch_ops not in ("reject", "warn", "allow"):
+            raise typer.BadParameter("must be reject, warn or allow", param_hint="--torch-ops")
+        config.torch_op_policy = torch_ops
+    return config
+
+
+def judge_command(
+    problem: Optional[Path] = typer.Argument(None, help="KernelBench-format problem file"),
+    candidate: Optional[Path] = typer.Argument(None, help="candidate file defining ModelNew"),
+    json_out: bool = typer.Option(False, "--json", help="print the verdict as JSON"),
+    settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
+    trials: Optional[int] = typer.Option(None, "--trials", min=1, help="correctness trials"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds allowed per check/time stage"),
+    no_time: bool = typer.Option(False, "--no-time", help="check correctness only"),
+    torch_ops: Optional[str] = typer.Option(None, "--torch-ops", help="reject|warn|allow the reference's torch ops"),
+    batch: Optional[Path] = typer.Option(None, "--batch", help="judge every pending request in this folder"),
+    device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
+) -> None:
+    """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
+    config = build_config(settings, trials, timeout, no_time, torch_ops, device)
+    if batch is not None:
+        raise typer.Exit(run_batch_folder(batch, config))
+    if problem is None or candidate is None:
+        raise typer.BadParameter("give PROBLEM and CANDIDATE files, or --batch DIR")
+    for path in (problem, candidate):
+        if not path.is_file():
+            console.print(f"[red]{path}: file not found[/]")
+            raise typer.Exit(EXIT_USAGE)
+    from kernelwright.judge import judge
+
+    verdict = judge(problem, candidate, config)
+    if json_out:
+        typer.echo(verdict.to_json())
+    else:
+        console.print(verdict_table(verdict))
+    raise typer.Exit(exit_code(verdict))
+
+
+def exit_code(verdict) -> int:
+    if verdict.passed:
+        return EXIT_PASS
+    if verdict.status == "error" and verdict.stage == "load":
+        return EXIT_USAGE  # the problem itself could not be loaded or run
+    return EXIT_FAIL
+
+
+def run_batch_folder(folder: Path, config) -> int:
+    from kernelwright.judge.batch import pending, run_batch
+    from kernelwright.judge.pool import JudgePool
+
+    if not folder.is_dir():
+        console.print(f"[red]{folder}: not a folder[/]")
+        return EXIT_USAGE
+    console.print(f"{len(pending(folder))} pending requests in {folder}")
+    judged = run_batch(folder, JudgePool(config), base=config, log=console.print)
+    console.print(f"{len(judged)} verdicts written")
+    return EXIT_PASS
+
+
+def _ms(stats) -> str:
+    return f"{stats.median_ms:.4g} ms ± {stats.iqr_ms:.2g} (n={stats.n}, {stats.method})" if stats else "-"
+
+
+def verdict_table(verdict) -> Table:
+    """Status, stage, failing trials, flags, timing, speedups and floor of one verdict."""
+    colour = {"pass": "green", "fail": "red"}.get(verdict.status, "yellow")
+    table = Table(title=f"candidate {Path(verdict.candidate).name} on problem {Path(verdict.problem).name}",
+                  show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    table.add_row("status", f"[{colour}]{verdict.status}[/] (stage {verdict.stage}, device {verdict.device})")
+    if verdict.error:
+        table.add_row("error", verdict.error)
+    failed = [t for t in verdict.trials if not t.ok]
+    table.add_row("trials", f"{len(verdict.trials) - len(failed)}/{len(verdict.trials)} passed"
+                  + "".join(f"\n#{t.trial} {t.variant}: {t.message}" for t in failed[:3]))
+    for flag in verdict.flags:
+        table.add_row(f"flag {flag.code}", f"{flag.severity}: {flag.message}")
+    if verdict.timing:
+        table.add_row("timing", _ms(verdict.timing) + (f"\n{verdict.timing.note}" if verdict.timing.note else ""))
+    if verdict.baselines:
+        for name in ("eager", "compile_default", "compile_max_autotune"):
+            stats = getattr(verdict.baselines, name)
+            if stats:
+                speed = verdict.speedup.get(name)
+                table.add_row(f"baseline {name}", _ms(stats) + (f"  → speedup {speed:.3g}x" if speed else ""))
+    if verdict.floor:
+        pct = f", {verdict.floor.pct_of_floor:.1f}% of speed of light" if verdict.floor.pct_of_floor else ""
+        table.add_row("floor", f"{verdict.floor.floor_ms:.4g} ms ({verdict.floor.bound}-bound){pct}")
+    if verdict.overrides:
+        table.add_row("sizes", ", ".join(f"{k}={v}" for k, v in verdict.overrides.items())
+                      + (" (shrunk for CPU)" if verdict.shrunk else ""))
+    if verdict.process:
+        table.add_row("sandbox", f"{verdict.process.wall_s:.1f} s; network "
+                      + ("isolated" if verdict.process.network_isolated else "NOT isolated"))
+    return table
+
+
+def baseline_command(
+    target: Path = typer.Argument(..., help="a problem file, or a folder of problems (searched recursively)"),
+    settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
+    device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
+    json_out: bool = typer.Option(False, "--json", help="print the baselines as JSON"),
+) -> None:
+    """Time the reference of each problem under eager and torch.compile (cached on disk)."""
+    from kernelwright.judge import JudgeConfig, baseline
+
+    if not target.exists():
+        console.print(f"[red]{target}: not found[/]")
+        raise typer.Exit(EXIT_USAGE)
+    problems = [target] if target.is_file() else sorted(p for p in target.rglob("*.py") if p.name != "__init__.py")
+    config = JudgeConfig(overrides=parse_overrides(settings))
+    device = resolve_device(device)
+    results = {}
+    for path in problems:
+        try:
+            overrides = effective_overrides(path, config.overrides, device)
+        except Exception as exc:  # noqa: BLE001 - a broken problem file is reported, the rest still run
+            console.print(f"[yellow]{path}: {exc}[/]")
+            continue
+        results[str(path)] = baseline.get_baselines(path, overrides, config, device)
+    if json_out:
+        from dataclasses import asdict
+
+        typer.echo(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2))
+        return
+    console.print(baselines_table(results, device))
+
+
+def effective_overrides(path: Path, overrides: dict, device: str) -> dict:
+    """On the CPU, KernelBench's GPU sizes are shrunk first (as the judge does), so the baseline
+    times the sizes a CPU verdict would compare against."""
+    if device.startswith("cuda"):
+        return dict(overrides)
+    from kernelwright.problem import load_problem
+
+    return dict(load_problem(path, overrides, shrink=True).overrides)
+
+
+def resolve_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def baselines_table(results: dict, device: str) -> Table:
+    table = Table(title=f"baselines on {device}")
+    for column in ("problem", "eager", "compile_default", "compile_max_autotune", "cached", "errors"):
+        table.add_column(column, overflow="fold")
+    for path, result in results.items():
+        cells = [f"{s.median_ms:.4g} ms" if s else "-" for s in
+                 (result.eager, result.compile_default, result.compile_max_autotune)]
+        errors = "; ".join(f"{k}: {v.splitlines()[0][:120]}" for k, v in result.errors.items())
+        table.add_row(Path(path).name, *cells, "yes" if result.cached else "no", errors)
+    return table

@@ -1,0 +1,329 @@
+"""`judge(problem, candidate, config) -> Verdict`: one candidate, one fresh sandboxed process.
+
+The caller's process never imports candidate code. It writes a request file, runs
+`python -m kernelwright.judge.worker REQUEST.json` in the sandbox, and reads the verdict the worker
+wrote. When the worker dies (segfault, OOM kill, timeout, `os._exit`) the last stage it reported
+and the tails of its output become the verdict instead. Nothing here raises for a bad candidate.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import sandbox
+from .config import JudgeConfig
+from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, CompileResult, Flag, ProcessInfo, Verdict
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+# stages after which a crash is the candidate's failure rather than a failure to evaluate it
+_RUNNING_STAGES = ("check", "time", "profile")
+
+
+@dataclass
+class SourceText:
+    """A problem or candidate given as text rather than a file; `name` names it in messages."""
+
+    text: str
+    name: str = "candidate"
+
+
+@dataclass
+class JudgeRequest:
+    """What the worker process is asked to do; travels as JSON."""
+
+    config: dict[str, Any]
+    result_path: str
+    progress_path: str
+    phase: str = "evaluate"  # or "compile"
+    problem_path: str | None = None
+    problem_source: str | None = None
+    problem_name: str = "problem"
+    candidate_path: str | None = None
+    candidate_source: str | None = None
+    candidate_name: str = "candidate"
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "JudgeRequest":
+        return cls(**json.loads(Path(path).read_text()))
+
+    @property
+    def problem_label(self) -> str:
+        return self.problem_path or self.problem_name
+
+    @property
+    def candidate_label(self) -> str:
+        return self.candidate_path or self.candidate_name
+
+
+def default_cache_dir(config: JudgeConfig) -> Path:
+    return Path(config.cache_dir or os.environ.get("KW_CACHE_DIR") or Path.home() / ".cache" / "kernelwright")
+
+
+def make_request(problem, candidate, config: JudgeConfig, scratch: Path, phase: str = "evaluate") -> JudgeRequest:
+    settings = config.to_dict()
+    # resolved here: inside the sandbox HOME is the scratch folder, so "~/.cache" would not persist
+    settings["cache_dir"] = str(default_cache_dir(config).expanduser().resolve())
+    request = JudgeRequest(config=settings, result_path=str(scratch / "result.json"),
+                           progress_path=str(scratch / "progress"), phase=phase)
+    if isinstance(problem, SourceText):
+        request.problem_source, request.problem_name = problem.text, problem.name
+    elif problem is not None:
+        request.problem_path = str(Path(problem).resolve())
+    if isinstance(candidate, SourceText):
+        request.candidate_source, request.candidate_name = candidate.text, candidate.name
+    else:
+        request.candidate_path = str(Path(candidate).resolve())
+    return request
+
+
+def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Caches shared between candidates (compiled extensions, Triton kernels), the package on the
+    path, and CPU allocation poisoning for CPU runs."""
+    cache = default_cache_dir(config)
+    env = {
+        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(cache / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+        "CUDA_CACHE_PATH": str(cache / "nv"),
+        "KW_CACHE_DIR": str(cache),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    if device_hint == "cpu":
+        env["MALLOC_PERTURB_"] = "1"  # fresh allocations read as poison (see guards.enable_malloc_perturb)
+        if "TRITON_INTERPRET" not in os.environ:
+            env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors only through its interpreter
+    env.update(extra or {})
+    return env
+
+
+class StageClock:
+    """Per-stage deadlines, read from the worker's progress file while it runs.
+
+    Loading and compiling get `compile_timeout_s` (building an extension is slow the first time);
+    checking and timing get `timeout_s` each, counted from the stage's start; computing baselines
+    (torch.compile of the reference) gets `compile_timeout_s` again.
+    """
+
+    def __init__(self, progress_path: Path, config: JudgeConfig):
+        self.path, self.config = progress_path, config
+        self.stage, self.trial, self.since = "load", "", None
+        self._size = -1
+
+    def __call__(self, start: float) -> float:
+        self.refresh()
+        since = self.since or start
+        return since + self.budget()
+
+    def budget(self) -> float:
+        running = self.stage in _RUNNING_STAGES
+        return self.config.timeout_s if running else self.config.compile_timeout_s
+
+    def refresh(self) -> None:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return
+        if size == self._size:
+            return
+        self._size = size
+        for line in self.path.read_text(errors="replace").splitlines():
+            kind, _, rest = line.partition(" ")
+            if kind == "stage" and rest != self.stage:
+                self.stage, self.trial, self.since = rest, "", time.monotonic()
+            elif kind == "baseline" and self.stage != "baseline":
+                self.stage, self.since = "baseline", time.monotonic()
+            elif kind == "trial":
+                self.trial = rest
+
+
+def outer_timeout(config: JudgeConfig) -> float:
+    """A backstop over all stage budgets together."""
+    return 3 * config.compile_timeout_s + 3 * config.timeout_s
+
+
+def judge(problem, candidate, config: JudgeConfig | None = None, *, env: dict[str, str] | None = None,
+          scratch_root: str | Path | None = None) -> Verdict:
+    """Judge `candidate` against `problem` (file paths or `SourceText`) in a fresh sandboxed process."""
+    config = config or JudgeConfig()
+    scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=scratch_root))
+    try:
+        request = make_request(problem, candidate, config, scratch)
+        return run_request(request, config, scratch, env)
+    finally:
+        if not os.environ.get("KW_KEEP_SCRATCH"):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: dict[str, str] | None) -> Verdict:
+    if request.phase == "evaluate":
+        early = precheck(request, config)
+        if early is not None:
+            return early
+    request_path = scratch / "request.json"
+    request.save(request_path)
+    token = secrets.token_hex(16)
+    clock = StageClock(Path(request.progress_path), config)
+    spec = sandbox.SandboxSpec(
+        argv=[sys.executable, "-m", "kernelwright.judge.worker", str(request_path), "--phase", request.phase],
+        workdir=scratch / "work", timeout_s=outer_timeout(config), output_limit_bytes=config.output_limit_bytes,
+        env=worker_env(config, _device_hint(config, env), env), no_network=config.no_network,
+        address_space_bytes=_address_space(config, env), stdin_text=token + "\n", deadline=clock,
+    )
+    info = sandbox.run(spec)
+    clock.refresh()
+    return assemble(request, read_result(Path(request.result_path), token), info, clock, config)
+
+
+def precheck(request: JudgeRequest, config: JudgeConfig) -> Verdict | None:
+    """Files that cannot even be parsed, or lack the names the judge needs, get their verdict here,
+    in the caller's process, without starting a worker (read as text: nothing is executed)."""
+    from .candidate_kinds import missing_names
+
+    problem = _text(request.problem_path, request.problem_source)
+    candidate = _text(request.candidate_path, request.candidate_source)
+    problem_file = request.problem_path or f"problem/{source_filename(request.problem_name)}"
+    candidate_file = request.candidate_path or source_filename(request.candidate_name)
+    checks = ((problem_file, problem, ("Model", "get_inputs", "get_init_inputs"), "load", "a problem file"),
+              (candidate_file, candidate, ("ModelNew",), "compile", "the candidate"))
+    for label, text, names, stage, what in checks:
+        if text is None:
+            continue  # unreadable: the worker reports it with the loader's wording
+        message = missing_names(label, text, names, what)
+        if message:
+            verdict = Verdict(problem=request.problem_label, candidate=request.candidate_label, status=ERROR,
+                              stage=stage, error=message, config=dict(request.config))
+            if stage == "compile":
+                verdict.compile = CompileResult(ok=False, log=message, errors=[message])
+                verdict.error = f"the candidate does not load: {message}"
+            return verdict
+    return None
+
+
+def source_filename(name: str) -> str:
+    """The file name given source text gets in the worker's folder (and in its messages)."""
+    stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in Path(name).stem) or "source"
+    return f"{stem}.py"
+
+
+def _text(path: str | None, source: str | None) -> str | None:
+    if source is not None:
+        return source
+    try:
+        return Path(path).read_text() if path else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _device_hint(config: JudgeConfig, env: dict[str, str] | None) -> str:
+    if config.device != "auto":
+        return config.device
+    visible = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if visible == "" or visible == "-1" or not _has_gpu():
+        return "cpu"
+    return "cuda"
+
+
+def _has_gpu() -> bool:
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
+def _address_space(config: JudgeConfig, env) -> int | None:
+    if config.cpu_memory_limit_mb and _device_hint(config, env) == "cpu":
+        return int(config.cpu_memory_limit_mb) << 20
+    return None
+
+
+@dataclass
+class WorkerResult:
+    verdict: Verdict | None
+    complete: bool = False
+    problem: str = ""  # why the file could not be used, if it could not
+
+
+def read_result(path: Path, token: str) -> WorkerResult:
+    """The worker's result file, checked for the token only the worker was told (on its stdin)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return WorkerResult(None, problem="missing")
+    except (OSError, ValueError) as exc:
+        return WorkerResult(None, problem=f"unreadable ({exc})")
+    if data.get("token") != token:
+        return WorkerResult(None, problem="forged")
+    try:
+        verdict = Verdict.from_dict(data["verdict"]) if data.get("verdict") else None
+    except (TypeError, ValueError, KeyError) as exc:
+        return WorkerResult(None, problem=f"invalid ({exc})")
+    return WorkerResult(verdict, complete=bool(data.get("complete")))
+
+
+def assemble(request: JudgeRequest, result: WorkerResult, info: ProcessInfo, clock: StageClock,
+             config: JudgeConfig) -> Verdict:
+    """The verdict the worker wrote, or one built from how the worker process ended."""
+    verdict = result.verdict or Verdict(problem=request.problem_label, candidate=request.candidate_label,
+                                        config=config.to_dict())
+    verdict.process = info
+    if result.problem == "forged":
+        verdict.status, verdict.error = FAIL, ("the result file did not carry the judge's token: something other "
+                                               "than the judge worker wrote it (the candidate may have forged it)")
+        verdict.flags.append(Flag("tampering", REJECT, verdict.error))
+        return verdict
+    if result.complete and not info.timed_out:
+        return verdict
+    if clock.stage == "baseline" and result.verdict is not None:
+        # the candidate was fully judged; only the judge's own baseline measurement did not finish
+        verdict.flags.append(Flag("baseline_unavailable", INFO, describe_death(info, clock, request, result.problem)))
+        verdict.stage = "done"
+        return verdict
+    verdict.stage = clock.stage if clock.stage in STAGES else verdict.stage
+    verdict.status = FAIL if clock.stage in _RUNNING_STAGES else ERROR
+    verdict.error = describe_death(info, clock, request, result.problem)
+    return verdict
+
+
+def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, problem: str) -> str:
+    """One paragraph: how the worker ended, where, and the lines of its output that say why."""
+    where = f"in the {clock.stage} stage" + (f" (trial {clock.trial})" if clock.trial else "")
+    if info.timed_out:
+        what = (f"timed out {where} after {clock.budget():g} s: the candidate hangs or is far too slow; "
+                "the whole process group was killed")
+    elif info.signal:
+        what = f"the judge process was killed by {info.signal} ({_SIGNAL_MEANING.get(info.signal, 'a fatal signal')}) {where}"
+    elif info.exit_code is None:
+        what = f"the judge process could not start: {info.stderr_tail.strip()}"
+    else:
+        note = f" (result file {problem})" if problem else ""
+        what = (f"the judge process exited with code {info.exit_code} {where} without finishing its verdict{note}; "
+                "the candidate may have called sys.exit() or os._exit()")
+    hint = relevant_lines(info.stderr_tail, request.candidate_label)
+    return what + (f". Last output: {hint}" if hint else ".")
+
+
+_SIGNAL_MEANING = {
+    "SIGSEGV": "segmentation fault: an out-of-bounds memory access in a kernel or extension",
+    "SIGBUS": "bus error: a misaligned or unmapped memory access",
+    "SIGABRT": "aborted: a C++ assertion, an uncaught C++ exception or a fatal CUDA error",
+    "SIGKILL": "killed from outside, most often by the kernel's out-of-memory killer",
+    "SIGFPE": "arithmetic fault, e.g. an integer division by zero",
+    "SIGILL": "illegal instruction: code built for another architecture",
+}
+
+
+def relevant_lines(stderr: str, candidate_label: str, limit: int = 6) -> str:
+    """The candidate's own frames from a faulthandler dump, else the last few lines of stderr."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    name = Path(candidate_label).name
+    own = [line for line in lines if name and name in line]
+    chosen = own[-limit:] if own else lines[-limit:]
+    return " | ".join(chosen)[-1500:]

@@ -1,0 +1,177 @@
+"""Batch folders: judge requests written as files, verdicts written back beside them.
+
+This is how a search running elsewhere (a laptop without a GPU) hands candidates to a GPU machine
+that holds nothing but torch, triton and numpy: copy the folder over, run
+
+    python -m kernelwright.judge.batch DIR
+
+and copy it back. Every `NAME.request.json` without a `NAME.verdict.json` is judged; each verdict
+is written atomically (temporary file, then rename) as soon as it is ready, so an interrupted run
+loses nothing and a rerun judges only what is left. One runner per folder at a time.
+
+A request (JSON object):
+    name              optional; defaults to NAME from the file name
+    problem_path      path of the problem file (relative paths are relative to DIR), or
+    problem_source    the problem's source text, with problem_name naming it
+    candidate_source  the candidate's source text; candidate_name names it (default NAME)
+    config            JudgeConfig fields to override (see kernelwright/judge/config.py)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .api import SourceText
+from .config import JudgeConfig
+from .pool import JudgeJob, JudgePool
+from .verdict import ERROR, Verdict
+
+REQUEST_SUFFIX = ".request.json"
+VERDICT_SUFFIX = ".verdict.json"
+REQUEST_SCHEMA = 1
+
+
+class BatchError(Exception):
+    """A request file that cannot be turned into a job; becomes an error verdict."""
+
+
+def write_request(folder: str | Path, name: str, problem: str | Path | SourceText, candidate_source: str,
+                  config: JudgeConfig | dict[str, Any] | None = None) -> Path:
+    """Write NAME.request.json into `folder` (atomically); `problem` is a path or a SourceText."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"schema": REQUEST_SCHEMA, "name": name, "candidate_source": candidate_source,
+                            "candidate_name": name}
+    if isinstance(problem, SourceText):
+        data.update(problem_source=problem.text, problem_name=problem.name)
+    else:
+        data["problem_path"] = str(problem)
+    if isinstance(config, JudgeConfig):
+        data["config"] = config.to_dict()
+    else:
+        data["config"] = dict(config or {})
+    path = folder / f"{name}{REQUEST_SUFFIX}"
+    atomic_write(path, json.dumps(data, indent=1))
+    return path
+
+
+def atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def request_name(path: Path) -> str:
+    return path.name[: -len(REQUEST_SUFFIX)]
+
+
+def verdict_path(request: Path) -> Path:
+    return request.with_name(request_name(request) + VERDICT_SUFFIX)
+
+
+def pending(folder: str | Path) -> list[Path]:
+    """Request files that have no verdict yet, by name."""
+    return sorted(p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}") if not verdict_path(p).exists())
+
+
+def read_verdicts(folder: str | Path) -> dict[str, Verdict]:
+    """NAME -> Verdict for every verdict file in `folder` (unreadable ones are skipped)."""
+    verdicts = {}
+    for path in sorted(Path(folder).glob(f"*{VERDICT_SUFFIX}")):
+        try:
+            verdicts[path.name[: -len(VERDICT_SUFFIX)]] = Verdict.from_json(path.read_text())
+        except (OSError, ValueError, TypeError):
+            continue
+    return verdicts
+
+
+def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
+    """The job a request file describes; BatchError says what is wrong with it."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BatchError(f"{path.name}: not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BatchError(f"{path.name}: a request must be a JSON object")
+    name = str(data.get("name") or request_name(path))
+    if not isinstance(data.get("candidate_source"), str):
+        raise BatchError(f"{path.name}: candidate_source (the candidate's code as text) is missing")
+    if data.get("problem_path"):
+        problem: Path | SourceText = Path(path.parent, data["problem_path"])  # absolute paths stay absolute
+    elif isinstance(data.get("problem_source"), str):
+        problem = SourceText(data["problem_source"], str(data.get("problem_name") or "problem"))
+    else:
+        raise BatchError(f"{path.name}: give problem_path or problem_source")
+    try:
+        config = JudgeConfig.from_dict({**(base.to_dict() if base else {}), **(data.get("config") or {})})
+    except (TypeError, ValueError) as exc:
+        raise BatchError(f"{path.name}: bad config: {exc}") from None
+    candidate = SourceText(data["candidate_source"], str(data.get("candidate_name") or name))
+    return JudgeJob(problem, candidate, config, name=name)
+
+
+def run_batch(folder: str | Path, pool: JudgePool | None = None, base: JudgeConfig | None = None,
+              log=None) -> list[str]:
+    """Judge every pending request in `folder`; returns the names judged (in completion order)."""
+    folder = Path(folder)
+    jobs, paths, judged = [], [], []
+    for path in pending(folder):
+        try:
+            jobs.append(read_request(path, base))
+            paths.append(path)
+        except BatchError as exc:
+            atomic_write(verdict_path(path), _bad_request(path, str(exc)).to_json())
+            judged.append(request_name(path))
+    pool = pool or JudgePool(base)
+    for index, verdict in pool.iter_judge(jobs):
+        atomic_write(verdict_path(paths[index]), verdict.to_json())
+        judged.append(request_name(paths[index]))
+        if log:
+            log(f"{request_name(paths[index])}: {verdict.status} ({verdict.stage})")
+    return judged
+
+
+def _bad_request(path: Path, message: str) -> Verdict:
+    return Verdict(problem="?", candidate=request_name(path), status=ERROR, stage="load",
+                   error=f"bad judge request: {message}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.batch",
+                                     description="Judge every NAME.request.json in DIR that has no NAME.verdict.json.")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--compile-workers", type=int, default=None, help="parallel precompile processes")
+    parser.add_argument("--cpu-workers", type=int, default=None, help="parallel evaluations without a GPU")
+    parser.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all visible)")
+    parser.add_argument("--watch", type=float, default=0.0, metavar="SECONDS",
+                        help="keep polling for new requests every SECONDS (stop with Ctrl-C)")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        parser.error(f"{args.folder} is not a folder")
+    gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
+    pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers)
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    try:
+        while True:
+            judged = run_batch(args.folder, pool, log=log)
+            if not args.watch:
+                print(f"{len(judged)} verdicts written to {args.folder}")
+                return 0
+            time.sleep(args.watch)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Run one command in a disposable process: its own process group, scratch directory, time limit,
+bounded output, no core dumps and, where the OS allows it, no network.
+
+A candidate is untrusted code that may segfault, hang, print forever or spawn children. Whatever it
+does, the caller gets a `ProcessInfo` back: exit code or signal name, whether it was killed for
+time, and the last bytes of stdout and stderr. The whole process group is killed at the end, so a
+candidate's children do not outlive it.
+
+What is *not* enforced (see docs/judge.md): no seccomp filter, no filesystem isolation beyond the
+scratch cwd/HOME/TMP, and the GPU is shared with whatever else runs on the machine.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .verdict import ProcessInfo
+
+POLL_S = 0.05
+
+
+@dataclass
+class SandboxSpec:
+    """What to run and under which limits."""
+
+    argv: list[str]
+    workdir: Path  # becomes cwd, HOME and TMPDIR
+    timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)  # added to (and overriding) the parent's env
+    output_limit_bytes: int = 64 * 1024
+    no_network: bool = True
+    address_space_bytes: int | None = None  # RLIMIT_AS; None leaves it alone
+    stdin_text: str = ""
+    # called while waiting: returns the current absolute time.monotonic() deadline (stage budgets)
+    deadline: Callable[[float], float] | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def network_prefix() -> tuple[tuple[str, ...], str]:
+    """The command prefix that puts a child in a fresh network namespace, and how (or why not).
+
+    Probed once per process: `unshare --net` needs CAP_SYS_ADMIN (root); otherwise an unprivileged
+    user namespace may grant it. Where neither works the candidate keeps the host network.
+    """
+    exe = shutil.which("unshare")
+    if not exe:
+        return (), "not enforced: util-linux `unshare` not found"
+    attempts = [(exe, "--net"), (exe, "--user", "--map-root-user", "--net")]
+    for prefix in attempts:
+        try:
+            probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if probe.returncode == 0:
+            return (*prefix, "--"), "enforced: " + " ".join(prefix[1:]) + " (new network namespace, loopback only)"
+    return (), "not enforced: this OS refuses new network namespaces (no root, no user namespaces)"
+
+
+class _TailReader(threading.Thread):
+    """Drains a pipe, keeping only the last `limit` bytes, so a chatty child cannot fill memory."""
+
+    def __init__(self, stream, limit: int):
+        super().__init__(daemon=True)
+        self.stream, self.limit = stream, max(limit, 1024)
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.total = 0
+
+    def run(self) -> None:
+        try:
+            for chunk in iter(lambda: self.stream.read1(65536), b""):
+                self.chunks.append(chunk)
+                self.size += len(chunk)
+                self.total += len(chunk)
+                while self.size - len(self.chunks[0]) >= self.limit:
+                    self.size -= len(self.chunks.popleft())
+        except (OSError, ValueError):
+            pass
+
+    def text(self) -> str:
+        data = b"".join(self.chunks)[-self.limit:]
+        prefix = f"[... {self.total - len(data)} earlier bytes dropped ...]\n" if self.total > len(data) else ""
+        return prefix + data.decode("utf-8", errors="replace")
+
+
+def limits_prefix(address_space_bytes: int | None) -> tuple[str, ...]:
+    """`prlimit` (util-linux) sets the limits for the child; a preexec_fn would not be thread-safe
+    (the pool starts sandboxes from threads). Without prlimit the worker sets them itself."""
+    exe = shutil.which("prlimit")
+    if not exe:
+        return ()
+    flags = ["--core=0"] + ([f"--as={address_space_bytes}"] if address_space_bytes else [])
+    return (exe, *flags, "--")
+
+
+def child_env(spec: SandboxSpec) -> dict[str, str]:
+    env = dict(os.environ)
+    tmp = spec.workdir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    env.update({"HOME": str(spec.workdir), "TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp),
+                "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})
+    if spec.address_space_bytes:  # read by the worker when prlimit is missing
+        env["KW_RLIMIT_AS_BYTES"] = str(spec.address_space_bytes)
+    env.update(spec.env)
+    return env
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def run(spec: SandboxSpec) -> ProcessInfo:
+    """Run `spec.argv` under the sandbox and report how it ended. Never raises for the child's sake."""
+    spec.workdir.mkdir(parents=True, exist_ok=True)
+    prefix, net_note = network_prefix() if spec.no_network else ((), "not requested")
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            [*prefix, *limits_prefix(spec.address_space_bytes), *spec.argv], cwd=spec.workdir,
+            env=child_env(spec), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return ProcessInfo(exit_code=None, stderr_tail=f"cannot start the judge process: {exc}",
+                           isolation=_isolation(spec, net_note))
+    readers = [_TailReader(proc.stdout, spec.output_limit_bytes), _TailReader(proc.stderr, spec.output_limit_bytes)]
+    for reader in readers:
+        reader.start()
+    _feed_stdin(proc, spec.stdin_text)
+    timed_out = _wait(proc, spec, start)
+    _kill_group(proc)  # children the candidate left behind go with it
+    for reader in readers:
+        reader.join(timeout=2)
+    return ProcessInfo(
+        exit_code=proc.returncode, signal=signal_name(proc.returncode), timed_out=timed_out,
+        wall_s=round(time.monotonic() - start, 3), stdout_tail=readers[0].text(), stderr_tail=readers[1].text(),
+        network_isolated=bool(prefix), isolation=_isolation(spec, net_note),
+    )
+
+
+def _feed_stdin(proc: subprocess.Popen, text: str) -> None:
+    try:
+        if text:
+            proc.stdin.write(text.encode())
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _wait(proc: subprocess.Popen, spec: SandboxSpec, start: float) -> bool:
+    """Wait for the child; kill its group when the (possibly moving) deadline passes."""
+    while proc.poll() is None:
+        now = time.monotonic()
+        deadline = spec.deadline(start) if spec.deadline else start + spec.timeout_s
+        if now >= min(deadline, start + spec.timeout_s):
+            _kill_group(proc)
+            proc.wait()
+            return True
+        time.sleep(POLL_S)
+    return False
+
+
+def _isolation(spec: SandboxSpec, net_note: str) -> dict:
+    return {
+        "network": net_note,
+        "process_group": "own session; the whole group is killed on exit or timeout",
+        "workdir": "cwd, HOME and TMPDIR are a fresh scratch folder; the rest of the filesystem is visible",
+        "rlimits": {"core": 0, "address_space_bytes": spec.address_space_bytes,
+                    "set_by": "prlimit" if shutil.which("prlimit") else "the worker at start-up"},
+        "output_limit_bytes": spec.output_limit_bytes,
+        "not_enforced": ["seccomp / syscall filtering", "filesystem isolation", "GPU sharing"],
+    }

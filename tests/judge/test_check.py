@@ -1,0 +1,168 @@
+"""Output comparison, fingerprints, poison detection and reference trial cases (in-process, fast)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge import check
+from kernelwright.problem import load_problem
+
+CONFIG = JudgeConfig()
+
+
+def compare(out, ref):
+    return check.compare(check.flatten_outputs(out), check.flatten_outputs(ref), CONFIG, "cpu")
+
+
+def test_identical_outputs_pass_with_zero_error():
+    ref = torch.randn(8, 16)
+    result = compare(ref.clone(), ref)
+    assert result.ok and result.max_abs_err == 0.0 and result.rel_l2_err == 0.0
+
+
+def test_small_float_noise_passes_and_is_measured():
+    ref = torch.randn(64, 64)
+    result = compare(ref + 1e-6, ref)
+    assert result.ok
+    assert result.max_abs_err == pytest.approx(1e-6, rel=0.1)
+
+
+def test_wrong_values_fail_with_count_and_max_error():
+    ref = torch.randn(4, 8)
+    out = ref.clone()
+    out[0, 0] += 1.0
+    result = compare(out, ref)
+    assert not result.ok
+    assert "1 of 32 elements" in result.message
+    assert result.max_abs_err == pytest.approx(1.0, rel=1e-5)
+
+
+def test_all_zero_softmax_passes_allclose_but_fails_rel_l2():
+    ref = torch.softmax(torch.rand(2, 32768), dim=1)
+    zeros = torch.zeros_like(ref)
+    assert torch.allclose(zeros, ref, atol=1e-4, rtol=1e-4)  # the premise: allclose alone is fooled
+    result = compare(zeros, ref)
+    assert not result.ok
+    assert result.rel_l2_err == pytest.approx(1.0)
+    assert "relative L2" in result.message
+
+
+def test_all_zero_reference_is_judged_by_allclose_alone():
+    ref = torch.zeros(100)
+    near = compare(torch.full((100,), 5e-5), ref)
+    assert near.ok and near.rel_l2_err is None  # no magnitude to be relative to
+    assert not compare(torch.full((100,), 5e-4), ref).ok
+
+
+def test_shape_mismatch_is_reported():
+    result = compare(torch.zeros(4, 8), torch.zeros(8, 4))
+    assert not result.ok and not result.shape_ok
+    assert "(4, 8)" in result.message and "(8, 4)" in result.message
+
+
+def test_lower_precision_dtype_fails_higher_passes():
+    ref = torch.randn(8)
+    low = compare(ref.half(), ref)
+    assert not low.ok and not low.dtype_ok
+    assert compare(ref.double(), ref).ok
+
+
+def test_nan_where_reference_is_finite_fails():
+    ref = torch.randn(8)
+    out = ref.clone()
+    out[3] = float("nan")
+    result = compare(out, ref)
+    assert not result.ok and result.nonfinite
+
+
+def test_matching_nan_and_inf_positions_pass():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    assert compare(ref.clone(), ref).ok
+    swapped = torch.tensor([1.0, float("nan"), -float("inf"), float("inf")])
+    assert not compare(swapped, ref).ok
+
+
+def test_integer_outputs_must_match_exactly():
+    ref = torch.tensor([1, 2, 3])
+    assert compare(ref.clone(), ref).ok
+    assert not compare(torch.tensor([1, 2, 4]), ref).ok
+
+
+def test_tuple_outputs_compare_each_and_count():
+    a, b = torch.randn(3), torch.randn(2)
+    assert compare((a.clone(), b.clone()), (a, b)).ok
+    result = compare((a.clone(),), (a, b))
+    assert not result.ok and "1 tensors" in result.message
+
+
+def test_tensor_subclass_output_is_refused():
+    class Sneaky(torch.Tensor):
+        pass
+
+    ref = torch.randn(4)
+    result = check.compare([ref.clone().as_subclass(Sneaky)], [ref], CONFIG, "cpu")
+    assert not result.ok and "plain torch.Tensor" in result.message
+
+
+def test_flatten_outputs_handles_nesting_and_refuses_other_types():
+    a = torch.ones(2)
+    assert len(check.flatten_outputs((a, [a, 3]))) == 3
+    with pytest.raises(check.OutputError):
+        check.flatten_outputs({"y": a})
+
+
+@pytest.mark.parametrize("tensor", [torch.randn(5, 7), torch.randint(0, 9, (11,)), torch.rand(6) > 0.5,
+                                    torch.randn(4, dtype=torch.float16), torch.randn(3, dtype=torch.complex64)])
+def test_fingerprint_sees_any_in_place_change(tensor):
+    before = check.fingerprint(tensor)
+    assert check.fingerprint(tensor.clone()) == before
+    flat = tensor.view(-1)
+    flat[0] = flat[1] if not bool((flat[0] == flat[1]).all()) else flat[0] + 1
+    assert check.fingerprint(tensor) != before
+
+
+def test_poisoned_count_finds_unwritten_elements():
+    t = torch.randn(10)
+    assert check.poisoned_count(t) == 0
+    t.view(torch.uint8)[:16] = 0xFF  # four float32 elements of pure poison bytes
+    t.view(torch.uint8)[16:20] = 0xFE
+    assert check.poisoned_count(t) == 5
+
+
+PROBLEM_OVERFLOWS_ON_WIDE = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x * 30)
+
+n = 64
+
+def get_inputs():
+    return [torch.rand(n)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_reference_falls_back_to_given_when_a_variant_overflows(tmp_path):
+    path = tmp_path / "exp_problem.py"  # hand-written test problem: finite on [0,1), inf on wide inputs
+    path.write_text(PROBLEM_OVERFLOWS_ON_WIDE)
+    problem = load_problem(path)
+    model = problem.make_model(0)
+    case, mutated = check.reference_case(problem, model, 3, 45, "wide", "cpu", lambda: None)
+    assert case.variant == "given" and case.fallback_from == "wide"
+    assert check.all_finite(case.ref_outputs) and not mutated
+
+
+def test_reference_cases_regenerate_identical_inputs(tmp_path):
+    path = tmp_path / "exp_problem.py"
+    path.write_text(PROBLEM_OVERFLOWS_ON_WIDE)
+    problem = load_problem(path)
+    cases, refill, _ = check.reference_cases(problem, problem.make_model(0), 3, 42, "cpu", lambda: None)
+    assert [c.seed for c in cases] == [42, 43, 44] and refill.variant == cases[0].variant
+    again = check.make_inputs(problem, cases[0].seed, cases[0].variant, "cpu")
+    assert torch.equal(torch.exp(again[0] * 30), cases[0].ref_outputs[0])

@@ -1,0 +1,52 @@
+"""On a GPU: the judge end to end with CUDA timing, allocator poisoning and baselines."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelwright.judge import JudgeConfig, judge
+from kernelwright.judge.api import SourceText
+
+pytestmark = pytest.mark.gpu
+REPO = Path(__file__).resolve().parents[2]
+CANDIDATES = Path(__file__).parent / "candidates"
+RELU_PROBLEM = SourceText('''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 8192
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+''', "relu_problem")  # hand-written test problem in KernelBench format
+
+
+def test_example_passes_on_gpu_with_cuda_event_timing_and_baselines():
+    verdict = judge(REPO / "examples/problems/linear_relu.py", REPO / "examples/candidates/linear_relu.py",
+                    JudgeConfig(trials=5, baselines=("eager",)))
+    assert verdict.status == "pass", verdict.error
+    assert verdict.device.startswith("cuda") and not verdict.shrunk
+    assert verdict.timing.method in ("cuda_events", "cuda_graph") and verdict.timing.median_ms > 0
+    assert verdict.baselines.eager is not None and "eager" in verdict.speedup
+    assert not verdict.reject_flags()
+
+
+def test_empty_output_cannot_borrow_the_reference_memory_on_gpu():
+    verdict = judge(RELU_PROBLEM, CANDIDATES / "relu_empty.py", JudgeConfig(trials=3, time=False))
+    assert verdict.status == "fail"
+    assert "uninitialized_output" in {f.code for f in verdict.flags}
+
+
+def test_correct_triton_relu_passes_on_gpu_without_spurious_flags():
+    verdict = judge(RELU_PROBLEM, CANDIDATES / "relu_correct.py", JudgeConfig(trials=3, baselines=("eager",)))
+    assert verdict.status == "pass", verdict.error
+    assert not [f for f in verdict.flags if f.code in ("monkeypatch", "precision", "torch_op")]

@@ -1,0 +1,91 @@
+"""The sandbox: time limits that kill the whole group, signals, bounded output, scratch dirs, network."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from kernelwright.judge import sandbox
+
+
+def run_python(tmp_path: Path, code: str, **kwargs) -> sandbox.ProcessInfo:
+    spec = sandbox.SandboxSpec(argv=[sys.executable, "-c", code], workdir=tmp_path / "work",
+                               timeout_s=kwargs.pop("timeout_s", 60), **kwargs)
+    return sandbox.run(spec)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie is dead, only not yet reaped
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pid_file = tmp_path / "grandchild.pid"
+    code = ("import subprocess, time\n"
+            f"p = subprocess.Popen(['sleep', '300'])\nopen({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+            "time.sleep(300)")
+    start = time.monotonic()
+    info = run_python(tmp_path, code, timeout_s=3)
+    assert info.timed_out and info.signal == "SIGKILL"
+    assert time.monotonic() - start < 30
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(grandchild)
+
+
+def test_moving_deadline_is_honoured(tmp_path):
+    info = run_python(tmp_path, "import time; time.sleep(60)", timeout_s=60, deadline=lambda start: start + 1)
+    assert info.timed_out and info.wall_s < 20
+
+
+def test_signal_death_is_named(tmp_path):
+    info = run_python(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert info.signal == "SIGSEGV" and not info.timed_out and info.exit_code == -11
+
+
+def test_output_is_bounded_to_its_tail(tmp_path):
+    info = run_python(tmp_path, "import sys\nfor i in range(20000): print('x' * 99)\nprint('THE END')",
+                      output_limit_bytes=4096)
+    assert info.exit_code == 0
+    assert info.stdout_tail.rstrip().endswith("THE END")
+    assert "earlier bytes dropped" in info.stdout_tail
+    assert len(info.stdout_tail) < 8192
+
+
+def test_scratch_is_cwd_home_and_tmp_and_core_dumps_are_off(tmp_path):
+    code = ("import os, resource, tempfile\n"
+            "print(os.getcwd()); print(os.environ['HOME']); print(tempfile.gettempdir())\n"
+            "print(resource.getrlimit(resource.RLIMIT_CORE)[0])")
+    info = run_python(tmp_path, code)
+    cwd, home, tmp, core = info.stdout_tail.split()
+    work = str((tmp_path / "work").resolve())
+    assert Path(cwd).resolve() == Path(work) and home == work and tmp.startswith(work)
+    assert core == "0"
+
+
+def test_network_isolation_is_enforced_or_reported(tmp_path):
+    info = run_python(tmp_path, "import socket; print(sorted(n for _, n in socket.if_nameindex()))")
+    prefix, note = sandbox.network_prefix()
+    assert info.network_isolated == bool(prefix)
+    assert info.isolation["network"] == note
+    if prefix:
+        assert info.stdout_tail.strip() == "['lo']"
+    else:
+        assert note.startswith("not enforced")
+
+
+def test_network_isolation_can_be_switched_off(tmp_path):
+    info = run_python(tmp_path, "print('ok')", no_network=False)
+    assert not info.network_isolated and info.isolation["network"] == "not requested"
+
+
+def test_environment_reaches_the_child(tmp_path):
+    info = run_python(tmp_path, "import os; print(os.environ['KW_TEST_VALUE'])", env={"KW_TEST_VALUE": "42"})
+    assert info.stdout_tail.strip() == "42"
+    assert os.environ.get("KW_TEST_VALUE") is None
