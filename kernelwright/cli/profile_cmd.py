@@ -1,0 +1,46 @@
+"""`kernelwright profile PROBLEM CANDIDATE`: bottleneck class and plain-language findings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+
+
+def profile(
+    problem: Path = typer.Argument(..., help="KernelBench-format problem file."),
+    candidate: Path = typer.Argument(..., help="File defining ModelNew."),
+    set_: list[str] = typer.Option([], "--set", help="Size override name=value (repeatable)."),
+    no_ncu: bool = typer.Option(False, "--no-ncu", help="Timeline, compiler resources and SASS only."),
+    max_kernels: int = typer.Option(32, help="At most this many kernels replayed by ncu."),
+    timeout: float = typer.Option(300.0, help="Seconds per profiling subprocess."),
+    artifacts: Path = typer.Option(None, help="Keep raw CSVs, cubins and SASS listings here."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Profile a candidate: classify the bottleneck first, then explain it with numbers."""
+    from kernelwright.problem import ProblemError, parse_override
+    from kernelwright.profile import ProfileConfig, profile_candidate
+
+    console = Console()
+    try:
+        overrides = dict(parse_override(s) for s in set_)
+    except ProblemError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    env = {} if device == "cuda" else {"TRITON_INTERPRET": "1"}  # Triton kernels run interpreted on a CPU
+    config = ProfileConfig(use_ncu=not no_ncu, max_kernels=max_kernels, timeout_s=timeout, overrides=overrides,
+                           artifacts_dir=str(artifacts) if artifacts else None, device=device, env=env,
+                           shrink=device == "cpu")
+    report = profile_candidate(problem, candidate, config)
+    if json_out:
+        typer.echo(report.to_json())
+        return
+    console.print(Markdown(report.summary_text()))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("profile")(profile)

@@ -1,0 +1,140 @@
+"""`kernelwright tune TEMPLATE --problem P`: search a template's parameters with the judge.
+
+TEMPLATE is a template file (a candidate with a KW_TUNE declaration, see docs/tuning.md), or the
+word `library` to build one from the built-in template library for the problem. Every instance is
+judged in its own process; results are cached per (template, parameters, device, sizes).
+
+Exit codes: 0 an instance passed (the best is written to --out), 1 none passed, 2 a usage error,
+a template that cannot be read, or a problem no library template covers.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from kernelwright.tune.search import STRATEGIES
+
+console = Console()
+EXIT_PASS, EXIT_NONE, EXIT_USAGE = 0, 1, 2
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune_command)
+
+
+def tune_command(
+    template_path: str = typer.Argument(..., metavar="CANDIDATE_TEMPLATE",
+                                        help="template file, or `library` for a built-in template"),
+    problem: Path = typer.Option(..., "--problem", "-p", help="KernelBench-format problem file"),
+    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=" | ".join(STRATEGIES)),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="most instances to judge (default: all feasible)"),
+    workers: int = typer.Option(1, "--workers", "-j", help="instances judged at once"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random and optuna strategies"),
+    settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
+    device: str = typer.Option("auto", "--device", help="auto | cuda | cpu"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write the best instance"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="measure again even when cached"),
+    prune_only: bool = typer.Option(False, "--prune-only", help="show the prune report and stop"),
+    json_out: bool = typer.Option(False, "--json", help="print the tuning result as JSON"),
+) -> None:
+    """Tune a kernel template's parameters against PROBLEM with the judge."""
+    if strategy not in STRATEGIES:
+        raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
+    from kernelwright.tune.template import TemplateError
+
+    config = _judge_config(settings, device)
+    try:
+        template = _load(template_path, problem, config)
+    except (TemplateError, ValueError) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(_run(template, template_path, problem, config, strategy, budget, workers, seed,
+                          out, no_cache, prune_only, json_out))
+
+
+def _judge_config(settings: list[str], device: str):
+    from kernelwright.cli.judge_cmd import parse_overrides
+    from kernelwright.judge import JudgeConfig
+
+    # baselines are the same for every instance and add nothing to a comparison between them
+    return JudgeConfig(overrides=parse_overrides(settings), device=device, baselines=())
+
+
+def _load(template_path: str, problem: Path, config):
+    from kernelwright.tune.template import load_template
+
+    if template_path != "library":
+        return load_template(template_path)
+    from kernelwright.problem import ProblemError, load_problem
+    from kernelwright.tune.autopilot import _has_gpu
+    from kernelwright.tune.library import NoTemplate, build_template
+
+    shrink = config.shrink if config.shrink is not None else not _has_gpu()
+    try:
+        loaded = load_problem(problem, overrides=config.overrides, shrink=shrink)
+        return build_template(loaded, allow_tf32=config.allow_tf32).template
+    except (ProblemError, NoTemplate) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _run(template, template_path, problem, config, strategy, budget, workers, seed, out, no_cache,
+         prune_only, json_out) -> int:
+    from kernelwright.tune.cache import TuneCache
+    from kernelwright.tune.evaluate import JudgeEvaluator
+    from kernelwright.tune.prune import prune_space
+    from kernelwright.tune.tuner import tune_groupwise
+
+    if prune_only:
+        report = prune_space(template)
+        _print_prune(report, template)
+        return EXIT_PASS if report.feasible else EXIT_NONE
+    evaluator = JudgeEvaluator(problem, config, workers=workers, cache=None if no_cache else TuneCache())
+    def show(trial) -> None:
+        if not json_out:
+            changed = {k: v for k, v in trial.params.items() if template.defaults.get(k) != v} or "defaults"
+            console.print(f"{trial.index:>3}  {changed}  {escape(trial.measurement.summary())}", highlight=False)
+
+    try:
+        result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget, seed=seed, batch=workers,
+                                first=[template.defaults], on_result=show)
+    except ValueError as exc:  # e.g. a strategy whose package is missing
+        console.print(f"[red]{escape(str(exc))}[/]")
+        return EXIT_USAGE
+    if json_out:
+        console.print_json(json.dumps(result.to_dict(), default=str))
+    else:
+        _print_prune(result.prune, template)
+    best = result.best
+    if best is None:
+        console.print("[red]no instance passed the judge[/]")
+        return EXIT_NONE
+    target = out or _default_out(template_path, template.name)
+    target.write_text(template.instantiate(best.params))
+    if not json_out:
+        console.print(f"[green]best[/]: {best.params} -> {escape(best.measurement.summary())}", highlight=False)
+        console.print(f"written to {target}", soft_wrap=True, highlight=False)
+    return EXIT_PASS
+
+
+def _default_out(template_path: str, name: str) -> Path:
+    if template_path == "library":
+        return Path(f"{''.join(c if c.isalnum() else '_' for c in name)}.best.py")
+    path = Path(template_path)
+    return path.with_name(path.stem + ".best.py")
+
+
+def _print_prune(report, template) -> None:
+    console.print(f"space: {template.space_size} configurations, {len(report.feasible)} feasible, "
+                  f"{len(report.pruned)} pruned before compiling, {len(report.after_compile)} after",
+                  highlight=False)
+    if report.implicit:
+        console.print(f"implicit constraints: {'; '.join(report.implicit)}", highlight=False)
+    for reason, count in sorted(report.reasons().items(), key=lambda kv: -kv[1])[:10]:
+        console.print(f"  {count:>5} pruned: {escape(reason)}", highlight=False)
+    for item in report.after_compile[:10]:
+        console.print(f"  pruned after compiling {item.params}: {escape(item.reason)}", highlight=False)
