@@ -12,11 +12,12 @@ from .coder import Coder
 from .context import ContextReport, Section, estimate_tokens, fit_sections
 from .planner import Planner
 from .repairer import Repairer
+from .templatizer import Templatizer
 from .templates import BUILTIN_PROMPTS, PromptTemplateError
 from .types import AgentContext, CandidateView, Code, Diagnosis, ParseFailure, Plan
 
 __all__ = [
     "Agent", "AgentContext", "Analyst", "BUILTIN_PROMPTS", "CandidateView", "Code", "Coder", "ContextReport",
-    "Diagnosis", "ParseFailure", "Plan", "Planner", "PromptTemplateError", "Repairer", "Section",
+    "Diagnosis", "ParseFailure", "Plan", "Planner", "PromptTemplateError", "Repairer", "Section", "Templatizer",
     "estimate_tokens", "fit_sections",
 ]

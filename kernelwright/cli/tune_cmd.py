@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from kernelwright.tune.search import STRATEGIES
+from kernelwright.tune.search import CHOICES
 
 console = Console()
 EXIT_PASS, EXIT_NONE, EXIT_USAGE = 0, 1, 2
@@ -31,8 +31,10 @@ def tune_command(
     template_path: str = typer.Argument(..., metavar="CANDIDATE_TEMPLATE",
                                         help="template file, or `library` for a built-in template"),
     problem: Path = typer.Option(..., "--problem", "-p", help="KernelBench-format problem file"),
-    strategy: str = typer.Option("exhaustive", "--strategy", "-s", help=" | ".join(STRATEGIES)),
-    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="most instances to judge (default: all feasible)"),
+    strategy: str = typer.Option("auto", "--strategy", "-s",
+                                 help=" | ".join(CHOICES) + " (auto: exhaustive if the budget covers the space, else tpe)"),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b",
+                                         help="most instances to judge (default: all feasible)"),
     workers: int = typer.Option(1, "--workers", "-j", help="instances judged at once"),
     seed: int = typer.Option(0, "--seed", help="seed of the random and optuna strategies"),
     settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
@@ -43,8 +45,8 @@ def tune_command(
     json_out: bool = typer.Option(False, "--json", help="print the tuning result as JSON"),
 ) -> None:
     """Tune a kernel template's parameters against PROBLEM with the judge."""
-    if strategy not in STRATEGIES:
-        raise typer.BadParameter(f"choose one of {', '.join(STRATEGIES)}", param_hint="--strategy")
+    if strategy not in CHOICES:
+        raise typer.BadParameter(f"choose one of {', '.join(CHOICES)}", param_hint="--strategy")
     from kernelwright.tune.template import TemplateError
 
     config = _judge_config(settings, device)

@@ -1,0 +1,55 @@
+"""Templatizer: turns the best kernel into a template whose tuning parameters can be searched.
+
+It sees the reference and the kernel (with its verdict, and on a retry why the last template's
+default instance did not behave like the kernel); it answers with the kernel rewritten in the
+template format of kernelwright.tune.template (KW_TUNE declaration, parameters read from
+KW_PARAMS). `parse` returns a `Template`; the judge then checks the default instance against the
+original (tune.template.verify_default) before any tuning.
+"""
+from __future__ import annotations
+
+from kernelwright.llm.parse import extract_code
+
+from . import sections
+from .base import Agent
+from .context import REQUIRED, Section
+from .types import AgentContext, ParseFailure
+
+
+class Templatizer(Agent):
+    name = "templatizer"
+    title = "Templatizer"
+    template = "templatizer.md.j2"
+    default_max_tokens = 8192
+    default_temperature = 0.0  # a rewrite that must keep behaviour: the likeliest answer, not a creative one
+
+    def sections(self, ctx: AgentContext) -> list[Section]:
+        kernel = ctx.best or ctx.parent
+        if kernel is None:
+            raise ValueError("Templatizer needs the kernel to templatize in AgentContext.best")
+        env = self.env
+        chosen = [sections.task(env, ctx),
+                  sections.candidate_code(env, self.name, kernel, "base_code", REQUIRED),
+                  sections.candidate_verdict(env, self.name, kernel, "base_verdict", 30),
+                  sections.failure(env, ctx, 20)]
+        return [s for s in chosen if s is not None]
+
+    def parse(self, text: str):
+        """A `Template`, or a ParseFailure saying what to fix (never raises)."""
+        from kernelwright.tune.template import TemplateError, parse_template
+
+        try:
+            found = extract_code(text, lang="python")
+            if not found.ok:
+                return self.failure(found.error or "no python code block found")
+            source = found.value.strip("\n") + "\n"
+            if "class ModelNew" not in source:
+                return self.failure("the template must keep `class ModelNew`")
+            return parse_template(source, name="templatized")
+        except TemplateError as exc:
+            return self.failure(str(exc))
+        except Exception as exc:  # noqa: BLE001 - parse never raises; a bug becomes a retry
+            return self.failure(f"the answer could not be read ({type(exc).__name__}: {exc})")
+
+
+__all__ = ["Templatizer", "ParseFailure"]

@@ -1,0 +1,185 @@
+"""Optimise a problem with no LLM: match the built-in template library, tune, verify, report.
+
+This is what `kernelwright optimize` does when no --llm is given. The template's default instance
+is judged first (the judge verifies the generated kernel before any tuning), then the search runs
+within the budget; every judged instance goes to `on_result` before the next one starts, so the
+caller can persist it. On a machine without a GPU the Triton kernels run in the interpreter and
+times are CPU wall time, which the verdicts say.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .cache import TuneCache
+from .evaluate import JudgeEvaluator, Measurement
+from .hardware import DeviceLimits, detect_limits
+from .template import Template
+from .tuner import Trial, TuneResult, tune_groupwise
+
+
+@dataclass
+class AutopilotStep:
+    """One judged instance, handed to `on_result` as soon as its verdict is in."""
+
+    index: int
+    params: dict[str, Any]
+    source: str
+    measurement: Measurement
+    template_name: str
+
+    @property
+    def verdict(self):
+        from kernelwright.judge.verdict import Verdict
+
+        data = self.measurement.verdict
+        return Verdict.from_dict(data) if data else None
+
+
+@dataclass
+class AutopilotResult:
+    problem: str
+    matched: bool
+    message: str
+    template_name: str | None = None
+    template: Template | None = None
+    best_source: str | None = None
+    best_params: dict[str, Any] | None = None
+    best_verdict: Any = None  # Verdict
+    default_verdict: Any = None  # Verdict of the default instance
+    tried: list[tuple[dict[str, Any], str]] = field(default_factory=list)  # (params, verdict summary)
+    tune: TuneResult | None = None
+    kernels: list[str] = field(default_factory=list)  # one line per generated kernel
+    template_path: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 when a passing instance was found, 1 otherwise (for the command line)."""
+        return 0 if self.best_source else 1
+
+    def summary(self) -> str:
+        """A few lines for a person: what matched, what was judged, the best instance."""
+        lines = [f"{self.problem}: {self.message}"]
+        lines += [f"  {k}" for k in self.kernels]
+        if self.best_params is not None:
+            lines.append(f"  best parameters: {self.best_params}")
+            default = self.default_verdict
+            if default is not None and default.timing and self.best_verdict and self.best_verdict.timing:
+                ratio = default.timing.median_ms / self.best_verdict.timing.median_ms
+                lines.append(f"  tuned vs default instance: {ratio:.2f}x")
+        if self.template_path:
+            lines.append(f"  template: {self.template_path}")
+        return "\n".join(lines)
+
+    def __rich__(self) -> str:
+        from rich.markup import escape
+
+        return escape(self.summary())
+
+    @property
+    def improved(self) -> bool:
+        """Whether tuning found an instance faster than the default one."""
+        best, default = self.best_verdict, self.default_verdict
+        if not (best and default and best.timing and default.timing and default.passed):
+            return False
+        return best.timing.median_ms < default.timing.median_ms
+
+
+def optimize_without_llm(
+    problem_path: str | Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    strategy: str = "auto",
+    budget_evals: int | None = None,
+    judge_config=None,
+    on_result: Callable[[AutopilotStep], None] | None = None,
+    workers: int = 1,
+    cache: TuneCache | None = None,
+    seed: int = 0,
+    limits: DeviceLimits | None = None,
+    workdir: str | Path | None = None,
+) -> AutopilotResult:
+    """Match, tune and verify `problem_path` with the built-in templates; never raises for a
+    problem the library cannot handle (the result says why)."""
+    from kernelwright.judge import JudgeConfig
+    from kernelwright.problem import ProblemError, load_problem
+
+    from .library import NoTemplate, build_template, describe_problem
+
+    config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
+    config.overrides = {**config.overrides, **(overrides or {})}
+    shrink = config.shrink if config.shrink is not None else not _has_gpu()
+    name = Path(problem_path).stem
+    try:
+        problem = load_problem(problem_path, overrides=config.overrides, shrink=shrink)
+    except ProblemError as exc:
+        return AutopilotResult(name, False, f"cannot load the problem: {exc}")
+    limits = limits or detect_limits()
+    try:
+        match = build_template(problem, allow_tf32=config.allow_tf32, limits=limits, seed=seed)
+    except NoTemplate as exc:
+        return AutopilotResult(name, False, _no_template_message(problem, exc))
+    template = match.template
+    folder = Path(workdir or tempfile.mkdtemp(prefix="kw-autopilot-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    template_path = folder / f"{name}.template.py"
+    template_path.write_text(template.source)
+    evaluator = JudgeEvaluator(problem_path, config, workers=workers, workdir=folder / "instances",
+                               cache=cache, limits=limits)
+
+    def handle(trial: Trial) -> None:
+        if on_result is not None:
+            step = AutopilotStep(trial.index, trial.params, template.instantiate(trial.params), trial.measurement,
+                                 template.name)
+            on_result(step)
+
+    result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget_evals, limits=limits, seed=seed,
+                            batch=workers, first=[template.defaults], on_result=handle)
+    return _summarize(name, match, template, result, str(template_path))
+
+
+def _summarize(name: str, match, template: Template, result: TuneResult, template_path: str) -> AutopilotResult:
+    from kernelwright.judge.verdict import Verdict
+
+    def verdict_of(m: Measurement | None):
+        return Verdict.from_dict(m.verdict) if m and m.verdict else None
+
+    default = next((t.measurement for t in result.trials if t.params == template.defaults), None)
+    best = result.best
+    tried = [(t.params, t.measurement.summary()) for t in result.trials]
+    out = AutopilotResult(
+        problem=name, matched=True, message="", template_name=template.name, template=template, tune=result,
+        tried=tried, kernels=match.groups, template_path=template_path, default_verdict=verdict_of(default),
+    )
+    if best is None:
+        reason = default.summary() if default else "nothing was judged"
+        out.message = f"template {template.name} matched, but no instance passed the judge (default: {reason})"
+        return out
+    out.best_params = best.params
+    out.best_source = template.instantiate(best.params)
+    out.best_verdict = verdict_of(best.measurement)
+    note = f" [{best.measurement.note}]" if best.measurement.note else ""
+    out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged, best "
+                   f"{best.measurement.time_ms:.4g} ms{note}")
+    return out
+
+
+def _no_template_message(problem, exc: Exception) -> str:
+    try:
+        kinds = describe_problem(problem)["kinds"]
+        what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
+    except Exception:  # describing is best effort; the reason above already says why
+        what = ""
+    return (f"{exc}{what}. Without an LLM there is nothing more to do for this problem: give --llm to let "
+            "the agents write a kernel.")
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False

@@ -1,0 +1,205 @@
+"""Turning configurations into measurements: by the judge, or from a table measured earlier.
+
+An evaluator takes a template and a batch of configurations and returns one `Measurement` each,
+in order. The judge evaluator writes each instance to a file and judges it (through the judge's
+worker pool when there is one, else a thread per worker, each judge call being its own process),
+consulting and filling the tuning cache. The table evaluator answers from a recorded sweep: it is
+how strategies are compared offline (bench/tune_replay.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .cache import TuneCache, digest
+from .hardware import DeviceLimits, detect_limits
+from .prune import KernelResources, resource_violation
+from .resources import parse_ptxas
+from .template import Template, config_key
+
+PASS, FAIL, ERROR, PRUNED = "pass", "fail", "error", "pruned"
+
+
+@dataclass
+class Measurement:
+    params: dict[str, Any]
+    status: str  # pass | fail | error | pruned
+    time_ms: float | None = None
+    method: str = ""  # how time was taken: cuda_events, cuda_graph, do_bench, wall_cpu, table
+    note: str = ""  # e.g. "CPU wall time: not GPU performance"
+    error: str | None = None
+    stage: str = ""  # the judge's last stage, or "compiled" for a post-compile prune
+    cached: bool = False
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    verdict: dict[str, Any] | None = None  # the judge's verdict as a dict, when the judge measured it
+    instance_hash: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == PASS and self.time_ms is not None
+
+    @property
+    def value(self) -> float | None:
+        """What a search minimises: the time when the instance passed, else None."""
+        return self.time_ms if self.ok else None
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"{self.time_ms:.4g} ms ({self.method})"
+        return f"{self.status}: {(self.error or '').splitlines()[0][:160] if self.error else self.stage}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Measurement":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class Evaluator(Protocol):
+    device: str
+
+    def evaluate(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]: ...
+
+
+def instance_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+class TableEvaluator:
+    """Answers from a recorded sweep {config_key: {"status":..., "time_ms":...}}; counts lookups."""
+
+    device = "table"
+
+    def __init__(self, table: dict[str, dict[str, Any]]):
+        self.table = table
+        self.lookups = 0
+
+    def evaluate(self, template: Template | None, configs: list[dict[str, Any]]) -> list[Measurement]:
+        out = []
+        for config in configs:
+            self.lookups += 1
+            row = self.table.get(config_key(config))
+            if row is None:
+                out.append(Measurement(config, ERROR, error="configuration missing from the recorded table",
+                                       method="table"))
+            else:
+                out.append(Measurement(config, row.get("status", PASS), row.get("time_ms"), method="table",
+                                       error=row.get("error")))
+        return out
+
+
+def judge_device(config) -> str:
+    """The device name a judge run will time on: part of the cache key."""
+    try:
+        import torch
+
+        if config.device != "cpu" and torch.cuda.is_available():
+            return torch.cuda.get_device_name()
+    except Exception:
+        pass
+    return "cpu"
+
+
+# judge settings that cannot change a measurement: left out of the cache context
+_NOT_CONTEXT = ("timeout_s", "compile_timeout_s", "output_limit_bytes", "cache_dir", "profile", "baselines")
+
+
+class JudgeEvaluator:
+    """Judge each instance in its own process, `workers` at a time, with the tuning cache."""
+
+    def __init__(self, problem_path: str | Path, config=None, *, workers: int = 1, workdir: str | Path | None = None,
+                 cache: TuneCache | None = None, limits: DeviceLimits | None = None, allow_spills: bool = False):
+        from kernelwright.judge import JudgeConfig
+
+        self.problem_path = str(problem_path)
+        self.config = config or JudgeConfig()
+        self.workers = max(1, workers)
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="kw-tune-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.cache = cache
+        self.limits = limits or detect_limits()
+        self.allow_spills = allow_spills
+        self.device = judge_device(self.config)
+        settings = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_CONTEXT}
+        self.context = digest({"problem": Path(problem_path).name, "judge": settings})
+        self.sizes = {"overrides": self.config.overrides, "shrink": self.config.shrink}
+
+    def evaluate(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]:
+        results: list[Measurement | None] = [None] * len(configs)
+        todo: list[tuple[int, Path, str]] = []
+        for i, params in enumerate(configs):
+            hit = (self.cache.get(template.hash, params, self.device, self.sizes, self.context)
+                   if self.cache is not None else None)
+            if hit is not None:
+                results[i] = dataclasses.replace(Measurement.from_dict(hit), cached=True)
+                continue
+            source = template.instantiate(params)
+            path = self.workdir / f"{_stem(template.name)}_{instance_hash(source)}.py"
+            path.write_text(source)
+            todo.append((i, path, instance_hash(source)))
+        verdicts = self._judge_many([path for _, path, _ in todo])
+        for (i, _, ihash), verdict in zip(todo, verdicts):
+            measurement = self._measurement(configs[i], verdict, ihash)
+            results[i] = measurement
+            if self.cache is not None:
+                self.cache.put(template.hash, configs[i], self.device, self.sizes, measurement.to_dict(), self.context)
+        return [r for r in results if r is not None]
+
+    def _judge_many(self, paths: list[Path]) -> list:
+        if not paths:
+            return []
+        pairs = [(self.problem_path, str(p)) for p in paths]
+        try:
+            from kernelwright.judge.pool import JudgePool
+        except ImportError:
+            JudgePool = None  # noqa: N806 - the judge's pool is optional; threads do the same job
+        if JudgePool is not None:
+            pool = JudgePool(self.config, compile_workers=self.workers, cpu_workers=self.workers)
+            return list(pool.judge_many(pairs))
+        from kernelwright.judge import judge
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
+
+    def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
+        timing = verdict.timing
+        resources = _verdict_resources(verdict)
+        m = Measurement(
+            params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
+            time_ms=timing.median_ms if (timing and verdict.passed) else None,
+            method=timing.method if timing else "", note=timing.note if timing else "",
+            resources=[r.to_dict() for r in resources], verdict=verdict.to_dict(), instance_hash=ihash,
+        )
+        why = resource_violation(resources, self.limits, self.allow_spills) if resources else None
+        if why:
+            m.status, m.stage, m.error, m.time_ms = PRUNED, "compiled", why, None
+        return m
+
+
+def _verdict_resources(verdict) -> list[KernelResources]:
+    """Compiler-reported resources in a verdict: a `kernels` list if the judge records one, else ptxas -v text."""
+    compile_result = verdict.compile
+    if compile_result is None:
+        return []
+    kernels = getattr(compile_result, "kernels", None)
+    if isinstance(kernels, list):
+        return [KernelResources(**{k: v for k, v in item.items() if k in KernelResources.__dataclass_fields__})
+                for item in kernels if isinstance(item, dict) and "name" in item]
+    return parse_ptxas(compile_result.log or "")
+
+
+def _stem(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)[:40] or "template"
+
+
+def table_from_measurements(measurements: list[Measurement]) -> dict[str, dict[str, Any]]:
+    """{config_key: row} as TableEvaluator reads it; used to save a sweep."""
+    return {config_key(m.params): {"status": m.status, "time_ms": m.time_ms, "error": m.error}
+            for m in measurements}

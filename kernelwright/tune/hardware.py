@@ -1,0 +1,100 @@
+"""Device limits that a kernel configuration must fit before it is worth compiling or timing.
+
+Read from the GPU where there is one (torch.cuda.get_device_properties); otherwise from a table,
+so that a tuning plan made on a CPU machine for an H100 prunes the same configurations the H100
+would. The names in `as_env()` are the ones template constraints may use.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    warp_size: int = 32
+    max_threads_per_block: int = 1024
+    max_threads_per_sm: int = 2048
+    regs_per_sm: int = 65536
+    regs_per_block: int = 65536
+    max_regs_per_thread: int = 255
+    smem_per_block_optin: int = 232448  # bytes a block may use after opting in (227 KiB on sm_90)
+    smem_per_sm: int = 233472
+    l2_bytes: int = 50 * 2**20
+    source: str = "table"  # "device" when read from a GPU
+
+    def as_env(self) -> dict[str, int]:
+        """Names usable in template constraints (all integers)."""
+        major, minor = self.compute_capability
+        return {
+            "WARP_SIZE": self.warp_size,
+            "MAX_THREADS": self.max_threads_per_block,
+            "MAX_THREADS_PER_SM": self.max_threads_per_sm,
+            "REGS_PER_SM": self.regs_per_sm,
+            "REGS_PER_BLOCK": self.regs_per_block,
+            "MAX_REGS_PER_THREAD": self.max_regs_per_thread,
+            "SMEM": self.smem_per_block_optin,
+            "SMEM_PER_SM": self.smem_per_sm,
+            "SM_COUNT": self.sm_count,
+            "CC": major * 10 + minor,
+            "L2_BYTES": self.l2_bytes,
+        }
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["compute_capability"] = list(self.compute_capability)
+        return data
+
+
+H100_SXM = DeviceLimits(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), sm_count=132)
+A100_SXM = DeviceLimits(
+    name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0), sm_count=108,
+    smem_per_block_optin=166912, smem_per_sm=167936, l2_bytes=40 * 2**20,
+)
+L4 = DeviceLimits(
+    name="NVIDIA L4", compute_capability=(8, 9), sm_count=58, max_threads_per_sm=1536,
+    smem_per_block_optin=101376, smem_per_sm=102400, l2_bytes=48 * 2**20,
+)
+KNOWN_DEVICES = {"h100": H100_SXM, "a100": A100_SXM, "l4": L4}
+
+
+def table_limits(name: str = "h100") -> DeviceLimits:
+    key = name.lower()
+    for short, limits in KNOWN_DEVICES.items():
+        if short in key:
+            return limits
+    raise ValueError(f"no limits table for device {name!r}; known: {', '.join(KNOWN_DEVICES)}")
+
+
+def detect_limits(device_index: int | None = None) -> DeviceLimits:
+    """Limits of the current CUDA device, else the H100 table (the project's reference GPU)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return H100_SXM
+        props = torch.cuda.get_device_properties(device_index or 0)
+    except Exception:  # a broken CUDA setup is no reason to stop planning
+        return H100_SXM
+    try:
+        base = table_limits(props.name)
+    except ValueError:
+        base = H100_SXM
+    return DeviceLimits(
+        name=props.name,
+        compute_capability=(props.major, props.minor),
+        sm_count=props.multi_processor_count,
+        warp_size=getattr(props, "warp_size", base.warp_size),
+        max_threads_per_block=getattr(props, "max_threads_per_block", base.max_threads_per_block),
+        max_threads_per_sm=getattr(props, "max_threads_per_multi_processor", base.max_threads_per_sm),
+        regs_per_sm=getattr(props, "regs_per_multiprocessor", base.regs_per_sm),
+        regs_per_block=base.regs_per_block,
+        max_regs_per_thread=base.max_regs_per_thread,
+        smem_per_block_optin=getattr(props, "shared_memory_per_block_optin", base.smem_per_block_optin),
+        smem_per_sm=getattr(props, "shared_memory_per_multiprocessor", base.smem_per_sm),
+        l2_bytes=getattr(props, "L2_cache_size", base.l2_bytes),
+        source="device",
+    )

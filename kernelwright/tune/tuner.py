@@ -1,0 +1,184 @@
+"""The tuning loop: prune the space, then ask a strategy, evaluate, tell, until the budget is spent.
+
+The budget counts evaluations: distinct feasible configurations measured (a cache hit counts too,
+so a strategy's result does not depend on what an earlier run left in the cache). Configurations
+pruned before compiling cost nothing. `first` configurations (the template's defaults, say) are
+measured before the strategy starts and count against the budget.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .evaluate import Evaluator, Measurement
+from .hardware import DeviceLimits
+from .prune import PrunedConfig, PruneReport, prune_space
+from .search import make_strategy
+from .template import Template, config_key
+
+
+@dataclass
+class Trial:
+    index: int
+    measurement: Measurement
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.measurement.params
+
+
+@dataclass
+class TuneResult:
+    template_name: str
+    template_hash: str
+    strategy: str
+    budget: int
+    prune: PruneReport
+    trials: list[Trial] = field(default_factory=list)
+
+    @property
+    def best(self) -> Trial | None:
+        passed = [t for t in self.trials if t.measurement.ok]
+        return min(passed, key=lambda t: t.measurement.time_ms) if passed else None
+
+    def best_so_far(self) -> list[float | None]:
+        """Best time after each evaluation (None until one passed): the curve strategies are compared by."""
+        curve, best = [], None
+        for trial in self.trials:
+            value = trial.measurement.value
+            if value is not None and (best is None or value < best):
+                best = value
+            curve.append(best)
+        return curve
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "template": self.template_name, "template_hash": self.template_hash, "strategy": self.strategy,
+            "budget": self.budget, "space": self.prune.total, "feasible": len(self.prune.feasible),
+            "pruned": [{"params": p.params, "reason": p.reason, "stage": p.stage}
+                       for p in self.prune.pruned + self.prune.after_compile],
+            "implicit_constraints": self.prune.implicit,
+            "trials": [{"index": t.index, **_trial_row(t.measurement)} for t in self.trials],
+            "best": _trial_row(self.best.measurement) if self.best else None,
+        }
+
+
+def _trial_row(m: Measurement) -> dict[str, Any]:
+    return {"params": m.params, "status": m.status, "time_ms": m.time_ms, "method": m.method,
+            "note": m.note, "error": m.error, "cached": m.cached}
+
+
+def tune(
+    template: Template,
+    evaluator: Evaluator,
+    *,
+    strategy: str = "exhaustive",
+    budget: int | None = None,
+    limits: DeviceLimits | None = None,
+    seed: int = 0,
+    batch: int = 1,
+    first: list[dict[str, Any]] | None = None,
+    prune: PruneReport | None = None,
+    on_result: Callable[[Trial], None] | None = None,
+) -> TuneResult:
+    """Search `template`'s space with `strategy`, measuring through `evaluator`."""
+    report = prune or prune_space(template, limits)
+    feasible = report.feasible
+    budget = len(feasible) if budget is None else max(0, min(budget, len(feasible)))
+    strategy = resolve_strategy(strategy, budget, len(feasible))
+    result = TuneResult(template.name, template.hash, strategy, budget, report)
+    if not feasible or budget == 0:
+        return result
+    search = make_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
+    feasible_keys = {config_key(c) for c in feasible}
+    seeded = [c for c in (first or []) if config_key(c) in feasible_keys][:budget]
+    for config in seeded:
+        search.proposed.add(config_key(config))
+    pending = list(seeded)
+    while len(result.trials) < budget:
+        room = budget - len(result.trials)
+        asked = pending[:room] if pending else search.ask(min(max(1, batch), room))
+        pending = pending[len(asked):] if pending else []
+        if not asked:
+            break
+        for measurement in evaluator.evaluate(template, asked):
+            search.tell(measurement.params, measurement.value)
+            trial = Trial(len(result.trials), measurement)
+            result.trials.append(trial)
+            if on_result is not None:
+                on_result(trial)
+    for item in result.trials:  # configs pruned after compiling join the prune report
+        if item.measurement.status == "pruned":
+            report.after_compile.append(PrunedConfig(item.params, item.measurement.error or "", stage="compiled"))
+    return result
+
+
+def resolve_strategy(strategy: str, budget: int, feasible: int) -> str:
+    """`auto`: every configuration when the budget covers the space, else TPE (random search
+    when optuna is missing). Any other name is returned as given."""
+    if strategy != "auto":
+        return strategy
+    if budget >= feasible:
+        return "exhaustive"
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        return "random"
+    return "tpe"
+
+
+def tune_groupwise(
+    template: Template,
+    evaluator: Evaluator,
+    *,
+    strategy: str = "exhaustive",
+    budget: int | None = None,
+    limits: DeviceLimits | None = None,
+    seed: int = 0,
+    batch: int = 1,
+    first: list[dict[str, Any]] | None = None,
+    on_result: Callable[[Trial], None] | None = None,
+) -> TuneResult:
+    """Tune a multi-kernel template one kernel at a time (the others held at their best so far).
+
+    The kernels of a library template run one after another, so their times add up and their
+    parameters barely interact: searching each kernel's space in turn costs the sum of the
+    spaces instead of their product. The budget is shared in proportion to the spaces.
+    """
+    prefixes = template.groups
+    if len(prefixes) == 1:
+        return tune(template, evaluator, strategy=strategy, budget=budget, limits=limits, seed=seed,
+                    batch=batch, first=first, on_result=on_result)
+    best = dict(template.defaults)
+    free = {p: [n for n in template.params if n.startswith(p)] for p in prefixes}
+    reports = {p: prune_space(_pinned(template, free[p], best), limits) for p in prefixes}
+    sizes = {p: len(r.feasible) for p, r in reports.items()}
+    total = sum(sizes.values())
+    budget = total if budget is None else max(0, min(budget, total))
+    merged = PruneReport(pruned=[x for r in reports.values() for x in r.pruned],
+                         feasible=[c for r in reports.values() for c in r.feasible],
+                         implicit=sorted({c for r in reports.values() for c in r.implicit}),
+                         limits=next(iter(reports.values())).limits)
+    result = TuneResult(template.name, template.hash, strategy, budget, merged)
+    left = budget
+    for i, prefix in enumerate(prefixes):
+        share = left if i == len(prefixes) - 1 else min(left, max(1, round(budget * sizes[prefix] / max(1, total))))
+        sub = _pinned(template, free[prefix], best)
+
+        def forward(trial: Trial, offset=len(result.trials)) -> None:
+            moved = Trial(offset + trial.index, trial.measurement)
+            result.trials.append(moved)
+            if on_result is not None:
+                on_result(moved)
+
+        part = tune(sub, evaluator, strategy=strategy, budget=share, limits=limits, seed=seed, batch=batch,
+                    first=first if i == 0 else None, on_result=forward)
+        left -= len(part.trials)
+        merged.after_compile.extend(part.prune.after_compile)
+        if part.best is not None:
+            best.update({n: part.best.params[n] for n in free[prefix]})
+    return result
+
+
+def _pinned(template: Template, free: list[str], values: dict[str, Any]) -> Template:
+    return template.restrict(fixed={n: values[n] for n in template.params if n not in free})

@@ -1,0 +1,61 @@
+"""The Templatizer agent: a pure prompt builder and an answer parser returning a Template."""
+from kernelwright.agents import AgentContext, CandidateView, ParseFailure
+from kernelwright.agents.templatizer import Templatizer
+from kernelwright.tune.template import Template
+
+from .test_verify import FAITHFUL, ORIGINAL
+
+REFERENCE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(4, 50)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def context(**extra):
+    kernel = CandidateView(id="c7", code=ORIGINAL, status="pass", speedup=1.3, summary="passed 5 trials")
+    return AgentContext(problem_name="relu", problem_source=REFERENCE, best=kernel, **extra)
+
+
+def test_prompt_shows_the_kernel_and_the_format():
+    messages = Templatizer().render(context())
+    system, user = messages[0].content, messages[1].content
+    assert "Templatizer" in system and "template" in system
+    assert "relu_kernel" in user and "KW_TUNE" in user and "KW_PARAMS" in user
+    assert "Reference program" in user
+    request = Templatizer().request(context())
+    assert request.role == "templatizer" and request.temperature == 0.0
+
+
+def test_retry_after_failed_verification_shows_why():
+    user = Templatizer().render(context(failure="default instance: output differs (max abs error 0.5)"))[1].content
+    assert "max abs error 0.5" in user and "did not behave like the original" in user
+
+
+# hand-written model answers
+GOOD_ANSWER = f"Here is the template.\n\n```python\n{FAITHFUL}```\n"
+NO_DEFAULTS = GOOD_ANSWER.replace('"defaults": {"BLOCK": 128, "num_warps": 4},', '"defaults": {"BLOCK": 128},')
+
+
+def test_parse_returns_a_template():
+    template = Templatizer().parse(GOOD_ANSWER)
+    assert isinstance(template, Template)
+    assert template.params == {"BLOCK": (64, 128, 256), "num_warps": (1, 2, 4)}
+    assert template.defaults == {"BLOCK": 128, "num_warps": 4}
+
+
+def test_parse_failures_carry_feedback():
+    agent = Templatizer()
+    for answer, words in [(NO_DEFAULTS, "num_warps"), ("no code at all", "code"),
+                          (f"```python\n{ORIGINAL}```", "KW_TUNE")]:
+        failure = agent.parse(answer)
+        assert isinstance(failure, ParseFailure), answer
+        assert words in failure.reason and "KW_TUNE" in failure.feedback
