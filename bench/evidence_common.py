@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,33 +85,6 @@ def adversarial_candidates() -> list[Candidate]:
 
 def overrides_for(problem: Path, sizes: str) -> dict:
     return dict(BENCH_OVERRIDES.get(problem.stem, {})) if sizes == "bench" else {}
-
-
-def precompile(candidates: list[Candidate], cache_dir: Path, workers: int) -> dict[str, float]:
-    """Build every CUDA candidate's extension in parallel processes with CUDA hidden (compile.py's
-    documented precompile path); returns seconds per candidate (negative: the build failed)."""
-    import torch
-
-    from kernelwright.judge.compile import arch_list_for, precompile_env
-
-    arch = arch_list_for(torch.cuda.get_device_capability()) if torch.cuda.is_available() else "9.0"
-    env = {**os.environ, **precompile_env(cache_dir, arch), "PYTHONPATH": str(REPO)}
-    script = ("import sys; from kernelwright.judge.compile import install_build_cache; "
-              "install_build_cache(sys.argv[1]); from kernelwright.problem import load_candidate; "
-              "load_candidate(sys.argv[2])")
-
-    def build(candidate: Candidate) -> tuple[str, float]:
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", script, str(cache_dir), str(candidate.path)],
-                              capture_output=True, text=True, env=env, timeout=900)
-        seconds = time.perf_counter() - start
-        return candidate.label, seconds if done.returncode == 0 else -seconds
-
-    cuda = [c for c in candidates if "load_inline" in c.path.read_text()]
-    if not cuda:
-        return {}
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        return dict(pool.map(build, cuda))
 
 
 def flag_summary(verdict) -> str:

@@ -1,18 +1,22 @@
 """How fast the judge gets through candidates, and how far its timings can be trusted.
 
-    PYTHONPATH=. python bench/judge_throughput.py [--n 10] [--budget-s 540] [--compile-workers 16]
+    PYTHONPATH=. python bench/judge_throughput.py [--n 8] [--n-triton 16] [--budget-s 540]
+        [--compile-workers 16] [--per-gpu 4] [--sections triton,repeat_spread,ncu_agreement,cuda_cold,cuda_cached]
 
 1. Throughput, in candidates judged per GPU-minute (wall time of the batch, the GPU held
-   throughout), through `JudgePool(config, compile_workers=N).judge_many(...)`:
-   CUDA cold (empty build cache: N distinct extensions, made by varying a harmless constant in the
-   ReLU candidate so their hashes differ), CUDA cached (the same N again), Triton (N distinct
-   kernels). Targets: >= 30 CUDA/min with parallel compile, >= 60 Triton/min.
-2. Repeat spread: the same candidate judged 5 times, each in its own process;
-   (max - min) / median of the medians. Target <= 2%.
+   throughout), through `JudgePool(config, compile_workers=N, per_gpu=P).judge_many(...)`:
+   Triton (N distinct kernels), CUDA cold (empty build cache: N distinct extensions, made by
+   varying a harmless constant in the ReLU candidate so their hashes differ), CUDA cached (the same
+   N again). Targets: >= 60 Triton/min, >= 30 CUDA/min with parallel compile. The median seconds
+   per stage (verdict.stage_seconds) say where a candidate's time goes.
+2. Repeat spread: the same candidate judged 5 times, each in its own process (through the pool:
+   the processes overlap, their timings take turns); (max - min) / median of the medians.
+   Target <= 2%.
 3. Agreement with Nsight Compute: timing.measure's median against ncu's gpu__time_duration.sum
    (caches flushed, clocks not locked, as timing.measure runs) on kernels of >= 50 µs.
    Target within 3%.
-Sections run in that order and are skipped once --budget-s is spent. Writes $OUT/judge_throughput.json.
+Sections run in the order given and are skipped once --budget-s is spent. Writes
+$OUT/judge_throughput.json.
 """
 from __future__ import annotations
 
@@ -39,10 +43,13 @@ NCU_CASES = ("relu_64M", "matmul_fp32_4096", "softmax_4096x16384", "sum_dim1_16x
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=8, help="candidates per throughput batch")
+    parser.add_argument("--n", type=int, default=8, help="CUDA candidates per throughput batch")
+    parser.add_argument("--n-triton", type=int, default=16, help="Triton candidates in their batch")
     parser.add_argument("--budget-s", type=float, default=540.0)
     parser.add_argument("--compile-workers", type=int, default=16)
+    parser.add_argument("--per-gpu", type=int, default=4, help="evaluations at once on one GPU")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sections", default="triton,repeat_spread,ncu_agreement,cuda_cold,cuda_cached")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (Triton only, no ncu)")
     return parser.parse_args()
 
@@ -63,38 +70,49 @@ def variants(backend: str, count: int, folder: Path) -> list[Path]:
     return paths
 
 
-def throughput(label: str, paths: list[Path], config, workers: int) -> dict:
+def make_pool(config, args):
     from kernelwright.judge.pool import JudgePool
 
+    gpus = [] if args.device == "cpu" else None
+    return JudgePool(config, compile_workers=args.compile_workers, per_gpu=args.per_gpu, gpus=gpus, cpu_workers=2)
+
+
+def throughput(label: str, paths: list[Path], config, args) -> dict:
     problem = problem_path(RELU)
     start = time.perf_counter()
-    verdicts = JudgePool(config, compile_workers=workers).judge_many([(problem, p) for p in paths])
+    with make_pool(config, args) as pool:
+        verdicts = pool.judge_many([(problem, p) for p in paths])
     wall = time.perf_counter() - start
     passed = sum(v.passed for v in verdicts)
     cached = sum(bool(v.compile and v.compile.cached) for v in verdicts)
     compile_s = [v.compile.seconds for v in verdicts if v.compile]
     result = {"label": label, "n": len(paths), "passed": passed, "compile_cached": cached, "wall_s": wall,
-              "per_gpu_minute": len(paths) / (wall / 60), "median_compile_s": statistics.median(compile_s) if compile_s else None,
+              "per_gpu_minute": len(paths) / (wall / 60), "per_gpu": args.per_gpu,
+              "median_compile_s": statistics.median(compile_s) if compile_s else None,
               "median_process_s": statistics.median(v.process.wall_s for v in verdicts if v.process),
+              "median_stage_s": median_stages(verdicts),
               "errors": [v.error for v in verdicts if not v.passed][:3]}
     print(f"{label}: {result['per_gpu_minute']:.1f} candidates/GPU-minute ({len(paths)} in {wall:.0f} s, "
-          f"{passed} passed, {cached} cached builds)", flush=True)
+          f"{passed} passed, {cached} cached builds); median stage s {result['median_stage_s']}", flush=True)
     return result
 
 
-def repeat_spread(path: Path, config, repeats: int) -> dict:
-    from kernelwright.judge import judge
+def median_stages(verdicts) -> dict[str, float]:
+    names = sorted({k for v in verdicts for k in v.stage_seconds})
+    return {k: round(statistics.median(v.stage_seconds.get(k, 0.0) for v in verdicts), 2) for k in names}
 
-    medians = []
-    for _ in range(repeats):
-        verdict = judge(problem_path(RELU), path, config)
-        if verdict.timing:
-            medians.append(verdict.timing.median_ms)
+
+def repeat_spread(path: Path, config, args) -> dict:
+    with make_pool(config, args) as pool:
+        verdicts = pool.judge_many([(problem_path(RELU), path)] * args.repeats)
+    medians = [v.timing.median_ms for v in verdicts if v.timing]
     if len(medians) < 2:
-        return {"medians_ms": medians, "spread": None}
+        return {"medians_ms": medians, "spread": None, "errors": [v.error for v in verdicts if v.error][:2]}
     spread = (max(medians) - min(medians)) / statistics.median(medians)
     print(f"repeat spread over {len(medians)} processes: {spread:.2%} (medians {medians})", flush=True)
-    return {"medians_ms": medians, "spread": spread}
+    return {"medians_ms": medians, "spread": spread, "energy_mj_per_call": [
+        round(v.energy["joules_per_call"] * 1e3, 4) for v in verdicts
+        if v.energy and v.energy.get("joules_per_call") is not None]}
 
 
 def ncu_agreement(deadline: float) -> dict:
@@ -103,8 +121,9 @@ def ncu_agreement(deadline: float) -> dict:
         return {"error": "ncu not found"}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     script = str(REPO / "bench" / "ncu_cases.py")
+    remaining = lambda: max(5.0, deadline - time.perf_counter())  # noqa: E731 - never past the budget
     measured = json.loads(subprocess.run([sys.executable, script, "measure"], capture_output=True, text=True,
-                                         env=env, timeout=300, check=True).stdout.strip().splitlines()[-1])
+                                         env=env, timeout=remaining(), check=True).stdout.strip().splitlines()[-1])
     result = {}
     for case in NCU_CASES:
         if time.perf_counter() > deadline:
@@ -113,7 +132,11 @@ def ncu_agreement(deadline: float) -> dict:
         calls, warm = 13, 3
         command = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--cache-control", "all",
                    "--clock-control", "none", sys.executable, script, "run", case, str(calls)]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=remaining())
+        except subprocess.TimeoutExpired:
+            result[case] = {"skipped": "budget (ncu still running)"}
+            continue
         durations = _ncu_durations_ms(done.stdout)
         if not durations or len(durations) % calls:
             result[case] = {"error": f"{len(durations)} kernels for {calls} calls", "tail": done.stdout[-500:] + done.stderr[-500:]}
@@ -160,22 +183,23 @@ def main() -> int:
         config = JudgeConfig(device=args.device, overrides=dict(SMALL_RELU), baselines=(), cache_dir=str(cache),
                              timeout_s=120.0, compile_timeout_s=400.0)
         cuda = variants("cuda", args.n, tmp)
-        triton = variants("triton", args.n, tmp)
-        steps = [
-            ("cuda_cold", lambda: throughput("CUDA cold", cuda, config, args.compile_workers)),
-            ("cuda_cached", lambda: throughput("CUDA cached", cuda, config, args.compile_workers)),
-            ("triton", lambda: throughput("Triton", triton, config, args.compile_workers)),
-            ("repeat_spread", lambda: repeat_spread(CANDIDATES / f"{RELU}__triton.py", config, args.repeats)),
-            ("ncu_agreement", lambda: ncu_agreement(deadline)),
-        ]
+        triton = variants("triton", args.n_triton, tmp)
+        steps = {
+            "triton": lambda: throughput("Triton", triton, config, args),
+            "repeat_spread": lambda: repeat_spread(CANDIDATES / f"{RELU}__triton.py", config, args),
+            "ncu_agreement": lambda: ncu_agreement(deadline),
+            "cuda_cold": lambda: throughput("CUDA cold", cuda, config, args),
+            "cuda_cached": lambda: throughput("CUDA cached", cuda, config, args),
+        }
+        order = [name for name in args.sections.split(",") if name in steps]
         if args.device == "cpu":  # no CUDA extensions, no ncu without a GPU
-            steps = [step for step in steps if step[0] in ("triton", "repeat_spread")]
-        for name, step in steps:
+            order = [name for name in order if name in ("triton", "repeat_spread")]
+        for name in order:
             if time.perf_counter() > deadline:
                 record["sections"][name] = {"skipped": "budget"}
                 continue
             try:
-                record["sections"][name] = step()
+                record["sections"][name] = steps[name]()
             except Exception as exc:  # one failed section must not lose the others
                 record["sections"][name] = {"error": f"{type(exc).__name__}: {exc}"}
             write_json(out / "judge_throughput.json", record)

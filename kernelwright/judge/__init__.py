@@ -1,7 +1,8 @@
 """The judge: compile, check, guard, time and record one candidate, each in its own process.
 
-Only torch, triton, numpy and the standard library may be imported here: the judge runs on GPU
-machines that hold nothing else.
+Only torch, triton, numpy, the standard library and kernelwright's own `problem` and `profile`
+folders may be imported here (`profile` imports only the standard library at import time): the
+judge runs on GPU machines that hold nothing else.
 """
 from .config import JudgeConfig
 from .verdict import Verdict

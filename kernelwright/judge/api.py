@@ -89,7 +89,8 @@ def make_request(problem, candidate, config: JudgeConfig, scratch: Path, phase: 
 
 def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """Caches shared between candidates (compiled extensions, Triton kernels), the package on the
-    path, and CPU allocation poisoning for CPU runs."""
+    path, the CUDA arch list every build of this run is made (and hashed) for, and CPU allocation
+    poisoning for CPU runs."""
     cache = default_cache_dir(config)
     env = {
         "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
@@ -97,8 +98,12 @@ def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | No
         "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
         "CUDA_CACHE_PATH": str(cache / "nv"),
         "KW_CACHE_DIR": str(cache),
+        "KW_PARENT_PID": str(os.getpid()),  # the worker dies with this process (guards.die_with_parent)
         "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
     }
+    arch = run_arch_list(config, device_hint)
+    if arch:
+        env["TORCH_CUDA_ARCH_LIST"] = arch
     if device_hint == "cpu":
         env["MALLOC_PERTURB_"] = "1"  # fresh allocations read as poison (see guards.enable_malloc_perturb)
         if "TRITON_INTERPRET" not in os.environ:
@@ -107,21 +112,38 @@ def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | No
     return env
 
 
+def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
+    """The TORCH_CUDA_ARCH_LIST of this run, the same for the precompile and the evaluation phase:
+    the config's, else the environment's, else (GPU runs) the GPUs' capabilities; "" for none."""
+    if config.cuda_arch_list:
+        return config.cuda_arch_list
+    if device_hint == "cpu":
+        return os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    from .compile import resolve_arch_list
+
+    return resolve_arch_list(None)
+
+
 class StageClock:
     """Per-stage deadlines, read from the worker's progress file while it runs.
 
     Loading and compiling get `compile_timeout_s` (building an extension is slow the first time);
-    checking and timing get `timeout_s` each, counted from the stage's start; computing baselines
-    (torch.compile of the reference) gets `compile_timeout_s` again.
+    checking, timing and profiling get `timeout_s` each, counted from the stage's start; computing
+    baselines (torch.compile of the reference) gets `compile_timeout_s` again. Waiting for the
+    device lock (other workers are timing) is not the candidate's time: between "wait start" and
+    "wait end" only the overall backstop applies, and the stage's budget restarts afterwards.
     """
 
     def __init__(self, progress_path: Path, config: JudgeConfig):
         self.path, self.config = progress_path, config
         self.stage, self.trial, self.since = "load", "", None
-        self._size = -1
+        self.waiting = False
+        self._offset = 0
 
     def __call__(self, start: float) -> float:
         self.refresh()
+        if self.waiting:
+            return float("inf")
         since = self.since or start
         return since + self.budget()
 
@@ -130,21 +152,30 @@ class StageClock:
         return self.config.timeout_s if running else self.config.compile_timeout_s
 
     def refresh(self) -> None:
+        """Read the lines added since the last call (complete lines only)."""
         try:
-            size = self.path.stat().st_size
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
         except OSError:
             return
-        if size == self._size:
-            return
-        self._size = size
-        for line in self.path.read_text(errors="replace").splitlines():
-            kind, _, rest = line.partition(" ")
-            if kind == "stage" and rest != self.stage:
-                self.stage, self.trial, self.since = rest, "", time.monotonic()
-            elif kind == "baseline" and self.stage != "baseline":
-                self.stage, self.since = "baseline", time.monotonic()
-            elif kind == "trial":
-                self.trial = rest
+        complete = data[:data.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            self._apply(line)
+
+    def _apply(self, line: str) -> None:
+        kind, _, rest = line.partition(" ")
+        if kind == "stage" and rest != self.stage:
+            self.stage, self.trial, self.since = rest, "", time.monotonic()
+        elif kind == "baseline" and self.stage != "baseline":
+            self.stage, self.since = "baseline", time.monotonic()
+        elif kind == "trial":
+            self.trial = rest
+        elif kind == "wait":
+            self.waiting = rest == "start"
+            if not self.waiting:
+                self.since = time.monotonic()  # the stage's budget counts from when it got the device
 
 
 def outer_timeout(config: JudgeConfig) -> float:
@@ -182,7 +213,17 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
     )
     info = sandbox.run(spec)
     clock.refresh()
-    return assemble(request, read_result(Path(request.result_path), token), info, clock, config)
+    verdict = assemble(request, read_result(Path(request.result_path), token), info, clock, config)
+    record_overhead(verdict, info)
+    return verdict
+
+
+def record_overhead(verdict: Verdict, info: ProcessInfo) -> None:
+    """stage_seconds["overhead"]: the worker's wall time that no stage accounts for (process
+    start-up before Python runs, sandbox set-up, exit)."""
+    if verdict.stage_seconds and info.wall_s:
+        other = info.wall_s - sum(v for k, v in verdict.stage_seconds.items() if k != "overhead")
+        verdict.stage_seconds["overhead"] = round(max(other, 0.0), 3)
 
 
 def precheck(request: JudgeRequest, config: JudgeConfig) -> Verdict | None:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -105,16 +107,37 @@ def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | N
         key = cache_key(problem_path, overrides, config, device, kind)
         path = cache_file(problem_path, key, config)
         stats = _read_cached(path, key)
-        hits.append(stats is not None)
         if stats is None:
-            stats, error = _run_subprocess(problem_path, overrides, config, device, kind)
-            if error:
-                result.errors[kind] = error
-                continue
-            _write_cached(path, key, stats)
+            # one process measures, the others (candidates of the same problem judged at the same
+            # time) wait for its result instead of measuring the same baseline again
+            with _cache_lock(path):
+                stats = _read_cached(path, key)
+                if stats is None:
+                    stats, error = _run_subprocess(problem_path, overrides, config, device, kind)
+                    if error:
+                        result.errors[kind] = error
+                        hits.append(False)
+                        continue
+                    _write_cached(path, key, stats)
+                    hits.append(False)
+                else:
+                    hits.append(True)
+        else:
+            hits.append(True)
         setattr(result, kind, stats)
     result.cached = bool(hits) and all(hits)
     return result
+
+
+@contextlib.contextmanager
+def _cache_lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def speedups(timing: TimingStats, baselines: Baselines | None) -> dict[str, float]:
@@ -162,6 +185,7 @@ def _run_subprocess(problem_path, overrides, config: JudgeConfig, device: str, k
     timeout = config.timeout_s + (config.compile_timeout_s if kind != "eager" else 0)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
+    env["KW_PARENT_PID"] = str(os.getpid())  # it dies with this process (guards.die_with_parent)
     with tempfile.TemporaryDirectory(prefix="kw_baseline_") as tmp:
         out = Path(tmp) / "result.json"
         command = [sys.executable, "-m", "kernelwright.judge.baseline", "--problem", str(Path(problem_path).resolve()),
@@ -190,11 +214,14 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
 
     from .timing import measure
 
+    from .check import make_inputs
+    from .gpulock import lock_for
+
     torch.backends.cuda.matmul.allow_tf32 = config.allow_tf32
     torch.backends.cudnn.allow_tf32 = config.allow_tf32
     problem = load_problem(problem_path, overrides, shrink=False)
     model = problem.make_model(config.seed, device=device)
-    inputs = problem.make_inputs(config.seed, "given", device=device)
+    inputs = make_inputs(problem, config.seed, "given", device)
     if kind != "eager":
         mode = _COMPILE_MODE[kind]
         model = torch.compile(model, mode=mode) if mode else torch.compile(model)
@@ -203,7 +230,9 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
         with torch.no_grad():
             return model(*inputs)
 
-    stats, _ = measure(call, config, device)
+    call()  # compiles (torch.compile) before the device is held: other workers may use it meanwhile
+    with lock_for(device, config.cache_dir).exclusive():  # no other process's kernels in the timing
+        stats, _ = measure(call, config, device)
     if kind != "eager":
         stats.note = (stats.note + "; " if stats.note else "") + f"torch.compile({_COMPILE_MODE[kind] or 'default'})"
     return stats
@@ -218,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="{}", help="JudgeConfig as JSON")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    from .guards import die_with_parent
+
+    die_with_parent()
     try:
         config = JudgeConfig.from_dict(json.loads(args.config))
         stats = time_baseline(args.problem, ast.literal_eval(args.overrides), config, args.device, args.kind)

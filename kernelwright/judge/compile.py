@@ -14,9 +14,13 @@ then gets
   first few errors (`trim_errors`).
 
 Parallel precompile: compile workers run with CUDA hidden, where torch cannot ask the device for
-its architecture. They must get `TORCH_CUDA_ARCH_LIST` (`precompile_env`, `arch_list_for`), and
-the measuring worker must see the same arch (set the same variable, or leave it unset on a machine
-whose GPU has that capability), or the hash differs and it builds again.
+its architecture. They must get `TORCH_CUDA_ARCH_LIST` (`precompile_env`, `resolve_arch_list`),
+and the measuring worker must build for the same list, or the hash differs and it builds again.
+The judge therefore resolves the list once in the parent (the run's `cuda_arch_list`, else an
+existing `TORCH_CUDA_ARCH_LIST`, else the GPUs' capabilities from nvidia-smi) and gives both
+phases the same variable; a worker that finds it unset pins it to what torch would detect
+(`pin_arch_list`), so the hashed arch is always the arch torch builds for. A miss that a build of
+the same sources for another arch or toolchain explains is said so in the build log.
 Triton kernels compile at their first launch, which needs the GPU: they cannot be precompiled with
 CUDA hidden; `precompile_env` points `TRITON_CACHE_DIR` into the cache so repeats are cached.
 """
@@ -32,7 +36,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,6 +67,7 @@ class BuildRecord:
     seconds: float = 0.0
     log: str = ""
     errors: list[str] = field(default_factory=list)
+    arch: str = ""
 
 
 @dataclass
@@ -92,6 +96,7 @@ class BuildRecorder:
             backend="cuda" if "cuda" in backends else sorted(backends)[0],
             log="\n".join(r.log for r in shown if r.log)[-LOG_TAIL_CHARS:],
             errors=[e for r in failed for e in r.errors][:5],
+            arch=";".join(sorted({r.arch for r in self.records if r.arch})),
         )
 
 
@@ -100,11 +105,10 @@ class BuildRecorder:
 
 @functools.lru_cache(maxsize=None)
 def _tool_version(*command: str) -> str:
-    try:
-        done = subprocess.run(list(command), capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return (done.stdout or done.stderr).strip()
+    """`command` output, cached per process and on disk (env.tool_output): workers are fresh processes."""
+    from .env import tool_output
+
+    return tool_output(command[0], *command[1:])
 
 
 def nvcc_path() -> str | None:
@@ -149,6 +153,44 @@ def current_arch_list() -> str:
     return arch_list_for(caps) if caps else "none"
 
 
+@functools.lru_cache(maxsize=None)
+def smi_arch_list() -> str:
+    """Compute capabilities of the GPUs nvidia-smi lists ("9.0"), without creating a CUDA context
+    (the judge's parent process must not hold one); "" without nvidia-smi."""
+    from .env import _run
+
+    try:
+        listed = _run("nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader")
+    except Exception:  # noqa: BLE001 - no driver, a hung tool: nothing detected
+        return ""
+    caps = sorted({line.strip() for line in listed.splitlines() if line.strip()})
+    return ";".join(caps)
+
+
+def resolve_arch_list(explicit: str | None = None) -> str:
+    """The one TORCH_CUDA_ARCH_LIST both phases of a judgement build for: `explicit` (the run's
+    `cuda_arch_list`), else the environment's, else the GPUs' capabilities, else "" (no GPU)."""
+    env = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
+    if explicit:
+        return explicit
+    if env and env != "native":
+        return env
+    return smi_arch_list()
+
+
+def pin_arch_list() -> str:
+    """Set TORCH_CUDA_ARCH_LIST to what torch would detect when it is unset, so that the arch in the
+    build hash is exactly the arch torch builds for (torch's own default adds +PTX); returns it."""
+    env = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
+    if env and env != "native":
+        return env
+    os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+    detected = current_arch_list()
+    if detected != "none":
+        os.environ["TORCH_CUDA_ARCH_LIST"] = detected
+    return detected
+
+
 def precompile_env(cache_dir: str | os.PathLike, arch: str) -> dict[str, str]:
     """Environment for a compile worker with CUDA hidden: it must be told the arch to build for."""
     cache = Path(cache_dir).expanduser()
@@ -170,21 +212,31 @@ def _file_text(path: Any) -> str:
         return f"<unreadable {path}>"
 
 
-def build_hash(builder: str, arguments: dict[str, Any], arch: str | None = None,
-               tools: dict[str, str] | None = None) -> str:
-    """sha256 over the builder's arguments (file sources by content), the arch list and toolchain."""
+def build_payload(builder: str, arguments: dict[str, Any], arch: str | None = None,
+                  tools: dict[str, str] | None = None) -> dict[str, Any]:
+    """What decides the built binary: the builder's arguments (file sources by content), the arch
+    list and the toolchain."""
     hashed = {k: v for k, v in arguments.items() if k not in _NOT_HASHED}
     if builder == "load":
         sources = hashed.get("sources")
         sources = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources or [])
         hashed["sources"] = [[Path(s).name, _file_text(s)] for s in sources]
-    payload = {
+    return {
         "builder": builder,
         "arguments": hashed,
         "arch": current_arch_list() if arch is None else arch,
         "toolchain": toolchain() if tools is None else tools,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def build_hash(builder: str, arguments: dict[str, Any], arch: str | None = None,
+               tools: dict[str, str] | None = None) -> str:
+    """sha256 over the builder's arguments (file sources by content), the arch list and toolchain."""
+    return _digest(build_payload(builder, arguments, arch, tools))
 
 
 def hashed_name(name: str, digest: str) -> str:
@@ -205,6 +257,7 @@ def install_build_cache(cache_dir: str | os.PathLike | None = None) -> BuildReco
 
     root = cache_root(cache_dir) / "torch_extensions"
     root.mkdir(parents=True, exist_ok=True)
+    pin_arch_list()
     recorder = BuildRecorder(cache_dir=str(root))
     for builder in ("load_inline", "load"):
         original = _INSTALLED.setdefault(builder, getattr(cpp, builder))
@@ -228,16 +281,17 @@ def _cached_builder(builder: str, original: Callable, root: Path, recorder: Buil
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         arguments = dict(bound.arguments)
-        digest = build_hash(builder, arguments)
+        payload = build_payload(builder, arguments)
+        digest = _digest(payload)
         name = hashed_name(arguments["name"], digest)
         build_dir = root / name
         build_dir.mkdir(parents=True, exist_ok=True)
         arguments.update(name=name, build_directory=str(build_dir), verbose=True)
         record = BuildRecord(name=bound.arguments["name"], hashed_name=name, build_dir=str(build_dir),
-                             backend="cuda" if _has_cuda(builder, arguments) else "cpp")
+                             backend="cuda" if _has_cuda(builder, arguments) else "cpp", arch=payload["arch"])
         recorder.records.append(record)
         with _locked(build_dir):
-            return _build_or_load(original, arguments, record, digest, builder)
+            return _build_or_load(original, arguments, record, digest, builder, payload)
 
     return build
 
@@ -266,7 +320,8 @@ def _locked(build_dir: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, digest: str, builder: str):
+def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, digest: str, builder: str,
+                   payload: dict[str, Any] | None = None):
     build_dir = Path(arguments["build_directory"])
     marker = build_dir / BUILD_MARKER
     started = time.perf_counter()
@@ -277,6 +332,7 @@ def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, dig
             record.seconds = time.perf_counter() - started
             record.log = "loaded the prebuilt extension (cache hit)"
             return module
+    why_missed = explain_miss(build_dir, payload) if payload else ""
     output = _Output()
     try:
         with _captured_output(output):
@@ -288,12 +344,38 @@ def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, dig
         (build_dir / LOG_FILE).write_text(log)
         raise
     record.ok, record.seconds = True, time.perf_counter() - started
-    record.log = _tail(output.text)
+    record.log = _tail(output.text) + (f"\n{why_missed}" if why_missed else "")
     (build_dir / LOG_FILE).write_text(output.text)
     partial = marker.with_suffix(f".tmp{os.getpid()}")
-    partial.write_text(json.dumps({"hash": digest, "name": arguments["name"], "seconds": record.seconds}))
+    details = {"hash": digest, "name": arguments["name"], "seconds": record.seconds}
+    if payload:
+        details.update(sources=_digest(payload["arguments"]), arch=payload["arch"], toolchain=payload["toolchain"])
+    partial.write_text(json.dumps(details))
     partial.replace(marker)  # atomic: a process killed here leaves no half-written marker
     return module
+
+
+def explain_miss(build_dir: Path, payload: dict[str, Any]) -> str:
+    """Why a build of these sources was not found: another build of the *same* sources exists
+    for a different arch list or toolchain (a miss the caller can fix); "" when none does."""
+    sources = _digest(payload["arguments"])
+    stem = build_dir.name.rsplit("_", 1)[0]
+    for sibling in sorted(build_dir.parent.glob(f"{stem}_*")):
+        if sibling == build_dir:
+            continue
+        try:
+            other = json.loads((sibling / BUILD_MARKER).read_text())
+        except (OSError, ValueError):
+            continue
+        if other.get("sources") != sources:
+            continue
+        if other.get("arch") != payload["arch"]:
+            return (f"build cache miss: {sibling.name} holds the same sources built for arch "
+                    f"{other.get('arch')!r}; this process builds for {payload['arch']!r} (TORCH_CUDA_ARCH_LIST)")
+        changed = sorted(k for k, v in payload["toolchain"].items() if (other.get("toolchain") or {}).get(k) != v)
+        return (f"build cache miss: {sibling.name} holds the same sources built with another toolchain "
+                f"({', '.join(changed) or 'unknown difference'})")
+    return ""
 
 
 def _marker_matches(marker: Path, digest: str) -> bool:

@@ -51,7 +51,9 @@ class JudgeConfig:
     flush_l2: bool = True
     cuda_graph: bool = False
     baselines: tuple[str, ...] = ("eager", "compile_default")  # also "compile_max_autotune"
-    # extras
+    # energy: joules per call over a window of this many ms after the timing (GPU only; 0: off)
+    energy_ms: float = 200.0
+    # extras: kernelwright.profile's report (timeline, ncu, findings) for a passing candidate
     profile: bool = False
     cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright
 

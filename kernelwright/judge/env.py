@@ -7,12 +7,15 @@ and `environment()` never raises.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import shutil
 import socket
 import subprocess
 from typing import Any, Callable
+
+TOOLS_FILE = "tools.json"  # under cache_root(): `nvcc --version` & co., keyed by the binary's identity
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None):
@@ -39,11 +42,80 @@ def _run(*command: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+def tool_output(executable: str | None, *args: str, timeout: float = 30.0) -> str:
+    """stdout (else stderr) of `executable args`, e.g. `nvcc --version`; "" when it cannot run.
+
+    Every judge worker is a fresh process, and asking nvcc for its version costs a process start
+    (tenths of a second on a loaded machine). The answer is kept on disk in `<cache>/tools.json`,
+    keyed by the binary's resolved path, size and modification time and the arguments, so a new
+    toolchain (or a changed PATH pointing elsewhere) is asked again.
+    """
+    path = shutil.which(executable) if executable else None
+    if not path:
+        return ""
+    real = os.path.realpath(path)
+    try:
+        info = os.stat(real)
+    except OSError:
+        return ""
+    key = json.dumps([real, info.st_size, info.st_mtime_ns, list(args)])
+    cached = _read_tools().get(key)
+    if isinstance(cached, str):
+        return cached
+    try:
+        done = subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    text = (done.stdout or done.stderr).strip()
+    _write_tool(key, text)
+    return text
+
+
+def _tools_path():
+    return cache_root() / TOOLS_FILE
+
+
+def _read_tools() -> dict:
+    try:
+        data = json.loads(_tools_path().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_tool(key: str, text: str) -> None:
+    """Atomic rewrite; two workers writing at once may lose an entry, which is only asked again."""
+    path = _tools_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = _read_tools()
+        data[key] = text
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def _proc_driver_version() -> str:
+    """The kernel module's release from /proc (no process to start): "NVRM version: ... 580.159.04 ..."."""
+    from pathlib import Path
+
+    text = Path("/proc/driver/nvidia/version").read_text()
+    for part in text.split():
+        pieces = part.split(".")
+        if len(pieces) >= 2 and all(p.isdigit() for p in pieces):
+            return part
+    return ""
+
+
 @functools.lru_cache(maxsize=None)
 def driver_version() -> str:
-    """The NVIDIA driver release (e.g. "570.124.06") from nvidia-smi, else the CUDA driver API
-    version from libcuda ("cuda-12080"), else ""."""
-    release = _safe(lambda: _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), "")
+    """The NVIDIA driver release (e.g. "570.124.06") from /proc/driver/nvidia or nvidia-smi, else
+    the CUDA driver API version from libcuda ("cuda-12080"), else ""."""
+    release = _safe(_proc_driver_version, "") or ""
+    if not release:
+        release = _safe(lambda: _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), "")
     if release:
         return release.splitlines()[0].strip()
     return _safe(_libcuda_version, "") or ""
@@ -65,7 +137,7 @@ def nvcc_version() -> str:
     from .compile import nvcc_path
 
     nvcc = _safe(nvcc_path)
-    text = _safe(lambda: _run(nvcc, "--version"), "") if nvcc else ""
+    text = _safe(lambda: tool_output(nvcc, "--version"), "") if nvcc else ""
     for part in text.replace(",", " ").split():
         if part.startswith("V") and part[1:2].isdigit():
             return part[1:]

@@ -1,11 +1,20 @@
-"""Judge many candidates: compile in parallel, measure one at a time per GPU.
+"""Judge many candidates: compile in parallel, check several at once per GPU, time one at a time.
 
-Phase A builds the C++/CUDA extensions of candidates in parallel processes with CUDA hidden (the
-arch comes from `TORCH_CUDA_ARCH_LIST`), filling the shared build cache. A failure there is not a
-verdict: phase B simply builds again and reports. Phase B evaluates each candidate in its own
-sandboxed worker, one at a time on each GPU (timings must not share a device), or up to
-`cpu_workers` at once without a GPU. Verdicts are handed out as they complete, so a caller can
-persist each before the next arrives.
+Candidates arrive as a list (`judge_many`, `iter_judge`, `aiter_judge`) or one by one as a search
+asks for them (`submit` -> `concurrent.futures.Future`, `await ajudge(...)`). Each goes through:
+
+- **precompile** (C++/CUDA extension candidates, when there are GPUs or `precompile=True`): a
+  `worker --phase compile` process builds the extension with CUDA hidden, on `compile_workers`
+  CPU processes at once, filling the shared build cache. Both this phase and the evaluation get
+  the same `TORCH_CUDA_ARCH_LIST` (`api.run_arch_list`), so the evaluation finds the build. A
+  failure here is not a verdict: the evaluation builds again and reports.
+- **evaluation**: one sandboxed worker per candidate, up to `per_gpu` at once on each GPU
+  (`CUDA_VISIBLE_DEVICES=<index>`), or `cpu_workers` at once without a GPU. Workers on one GPU
+  overlap their correctness work (reference, trials, guards) and take turns for timing, energy,
+  baselines and profiling: the worker holds the device's lock shared or exclusively
+  (`gpulock`), so no timing ever runs beside another process's kernels.
+
+Verdicts are handed out as they complete, so a caller can persist each before the next arrives.
 """
 from __future__ import annotations
 
@@ -17,7 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
@@ -27,6 +36,10 @@ from .api import SourceText
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
 from .verdict import ERROR, Verdict
+
+# evaluations at once on one GPU: enough to hide a worker's start-up, imports and correctness
+# work behind another's timing; each holds its trials' reference outputs in GPU memory
+DEFAULT_PER_GPU = 4
 
 
 @dataclass
@@ -59,12 +72,11 @@ def visible_gpus() -> tuple[int, ...]:
     return indices
 
 
-@functools.lru_cache(maxsize=None)
 def detected_arch_list() -> str:
     """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    caps = sorted({line.strip() for line in _nvidia_smi("--query-gpu=compute_cap", "--format=csv,noheader").splitlines()
-                   if line.strip()})
-    return ";".join(caps)
+    from .compile import smi_arch_list
+
+    return smi_arch_list()
 
 
 def _nvidia_smi(*args: str) -> str:
@@ -78,16 +90,50 @@ def _nvidia_smi(*args: str) -> str:
 
 
 class JudgePool:
+    """See the module docstring. Reusable; `close()` (or a `with` block) ends its threads."""
+
     def __init__(self, config: JudgeConfig | None = None, compile_workers: int | None = None,
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
-                 scratch_root: str | Path | None = None):
+                 scratch_root: str | Path | None = None, per_gpu: int | None = None,
+                 precompile: bool | None = None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
         self.cpu_workers = max(1, cpu_workers or (os.cpu_count() or 2) // 2)
+        self.per_gpu = max(1, per_gpu or DEFAULT_PER_GPU)
+        self.precompile = precompile  # None: C++/CUDA extensions, when there are GPUs
         self.scratch_root = scratch_root
+        self._guard = threading.Lock()
+        self._compilers: ThreadPoolExecutor | None = None
+        self._evaluators: ThreadPoolExecutor | None = None
+        self._lanes: queue.Queue | None = None
 
-    # ------------------------------------------------------------------ public forms
+    # ------------------------------------------------------------------ streaming
+
+    def submit(self, problem, candidate, config: JudgeConfig | None = None, name: str = "") -> Future:
+        """Start judging one candidate; the Future's result is its Verdict (it never raises one).
+        `future.cancel()` works until its evaluation has started."""
+        return self.submit_job(JudgeJob(problem, candidate, config, name))
+
+    def submit_job(self, job: JudgeJob) -> Future:
+        future: Future = Future()
+        compilers, evaluators = self._executors()
+        if self._wants_precompile(job):
+            def precompile_then_evaluate():
+                built = None if future.cancelled() else self._precompile(job)
+                seconds = built.process.wall_s if built is not None and built.process else None
+                evaluators.submit(self._evaluate, job, future, seconds)
+
+            compilers.submit(precompile_then_evaluate)
+        else:
+            evaluators.submit(self._evaluate, job, future)
+        return future
+
+    async def ajudge(self, problem, candidate, config: JudgeConfig | None = None, name: str = "") -> Verdict:
+        """`submit`, awaited: for callers (the search driver) that receive candidates one at a time."""
+        return await asyncio.wrap_future(self.submit(problem, candidate, config, name))
+
+    # ------------------------------------------------------------------ batches
 
     def judge_many(self, items: Iterable) -> list[Verdict]:
         """Verdicts in the order of `items` (pairs, triples with a config, or JudgeJobs)."""
@@ -98,24 +144,15 @@ class JudgePool:
         return verdicts  # type: ignore[return-value]
 
     def iter_judge(self, items: Iterable) -> Iterator[tuple[int, Verdict]]:
-        """(index, verdict) pairs in completion order."""
-        jobs = [as_job(item) for item in items]
-        if not jobs:
-            return
-        ready: queue.Queue = queue.Queue()
-        done: queue.Queue = queue.Queue()
-        lanes = [threading.Thread(target=self._lane, args=(env, jobs, ready, done), daemon=True)
-                 for env in self._lane_envs()]
-        for lane in lanes:
-            lane.start()
-        with ThreadPoolExecutor(self.compile_workers) as compilers:
-            try:
-                self._schedule(jobs, ready, compilers)
-                for _ in jobs:
-                    yield done.get()
-            finally:
-                for _ in lanes:
-                    ready.put(None)
+        """(index, verdict) pairs in completion order; jobs not yet started are cancelled when the
+        caller stops iterating early."""
+        futures = {self.submit_job(as_job(item)): index for index, item in enumerate(items)}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:
+            for future in futures:
+                future.cancel()
 
     async def aiter_judge(self, items: Iterable) -> AsyncIterator[tuple[int, Verdict]]:
         """The async form of `iter_judge`: the blocking waits run in a thread."""
@@ -127,29 +164,56 @@ class JudgePool:
                 return
             yield item
 
+    def close(self, wait: bool = True) -> None:
+        with self._guard:
+            executors, self._compilers, self._evaluators = (self._compilers, self._evaluators), None, None
+        for executor in executors:
+            if executor is not None:
+                executor.shutdown(wait=wait, cancel_futures=not wait)
+
+    def __enter__(self) -> "JudgePool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     # ------------------------------------------------------------------ scheduling
 
-    def _lane_envs(self) -> list[dict[str, str]]:
-        if self.gpus and self.config.device != "cpu":
-            return [{"CUDA_VISIBLE_DEVICES": str(gpu)} for gpu in self.gpus]
-        return [{"CUDA_VISIBLE_DEVICES": ""} if self.gpus else {} for _ in range(self.cpu_workers)]
+    def _executors(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
+        with self._guard:
+            if self._evaluators is None:
+                envs = self._lane_envs()
+                self._lanes = queue.Queue()
+                for env in envs:
+                    self._lanes.put(env)
+                self._evaluators = ThreadPoolExecutor(len(envs), thread_name_prefix="kw-judge-lane")
+                self._compilers = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="kw-judge-compile")
+            return self._compilers, self._evaluators
 
-    def _schedule(self, jobs: list[JudgeJob], ready: queue.Queue, compilers: ThreadPoolExecutor) -> None:
-        for index, job in enumerate(jobs):
-            if self._wants_precompile(job):
-                future = compilers.submit(self._precompile, job)
-                future.add_done_callback(lambda _f, i=index: ready.put(i))
-            else:
-                ready.put(index)
+    def _lane_envs(self) -> list[dict[str, str]]:
+        """One environment per evaluation slot: `per_gpu` per GPU, or `cpu_workers` CPU slots.
+        Torch's CPU threads are shared out among the slots (unless OMP_NUM_THREADS is set)."""
+        if self.gpus and self.config.device != "cpu":
+            envs = [{"CUDA_VISIBLE_DEVICES": str(gpu)} for gpu in self.gpus for _ in range(self.per_gpu)]
+        else:
+            envs = [{"CUDA_VISIBLE_DEVICES": ""} if self.gpus else {} for _ in range(self.cpu_workers)]
+        if "OMP_NUM_THREADS" not in os.environ and len(envs) > 1:
+            threads = str(max(1, (os.cpu_count() or 1) // len(envs)))
+            envs = [{**env, "OMP_NUM_THREADS": threads} for env in envs]
+        return envs
+
+    def _device_hint(self, config: JudgeConfig) -> str:
+        return "cuda" if self.gpus and config.device != "cpu" else "cpu"
 
     def _wants_precompile(self, job: JudgeJob) -> bool:
         config = job.config or self.config
-        if not self.gpus or config.device == "cpu" or self.compile_workers < 2:
+        wanted = self.precompile if self.precompile is not None else bool(self.gpus) and config.device != "cpu"
+        if not wanted or self.compile_workers < 2:
             return False
         return backend_of(_source_of(job.candidate)) == "cuda" and bool(self._arch(config))
 
     def _arch(self, config: JudgeConfig) -> str:
-        return config.cuda_arch_list or os.environ.get("TORCH_CUDA_ARCH_LIST", "") or detected_arch_list()
+        return api.run_arch_list(config, self._device_hint(config))
 
     def _precompile(self, job: JudgeJob) -> Verdict | None:
         config = job.config or self.config
@@ -159,21 +223,25 @@ class JudgePool:
         except Exception:  # noqa: BLE001 - phase A is only a head start
             return None
 
-    def _lane(self, env: dict[str, str], jobs: list[JudgeJob], ready: queue.Queue, done: queue.Queue) -> None:
-        while True:
-            index = ready.get()
-            if index is None:
-                return
-            job = jobs[index]
-            config = job.config or self.config
+    def _evaluate(self, job: JudgeJob, future: Future, precompile_s: float | None = None) -> None:
+        """Evaluate on a free lane; the precompile's process time joins the verdict's stage times."""
+        if not future.set_running_or_notify_cancel():
+            return
+        config = job.config or self.config
+        env = self._lanes.get()
+        try:
             job_env = dict(env)
-            if config.cuda_arch_list:  # the same arch as phase A built for, or the build hash differs
-                job_env["TORCH_CUDA_ARCH_LIST"] = config.cuda_arch_list
-            try:
-                verdict = self._run(job, config, job_env, phase="evaluate")
-            except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
-                verdict = _internal_error(job, exc)
-            done.put((index, verdict))
+            arch = self._arch(config)
+            if arch:  # the arch phase A built for, or the build hash differs
+                job_env["TORCH_CUDA_ARCH_LIST"] = arch
+            verdict = self._run(job, config, job_env, phase="evaluate")
+        except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
+            verdict = _internal_error(job, exc)
+        finally:
+            self._lanes.put(env)
+        if precompile_s is not None:
+            verdict.stage_seconds["precompile"] = round(precompile_s, 3)
+        future.set_result(verdict)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
@@ -210,4 +278,3 @@ def _internal_error(job: JudgeJob, exc: Exception) -> Verdict:
     config = job.config.to_dict() if job.config else {}
     return Verdict(problem=label(job.problem), candidate=label(job.candidate), status=ERROR,
                    error=f"internal judge error: {type(exc).__name__}: {exc}", config=config)
-

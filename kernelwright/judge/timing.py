@@ -282,6 +282,43 @@ def side_stream_flag(events_ms: float, wall_ms: float) -> Flag | None:
     return None
 
 
+def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str) -> dict:
+    """Joules per call of `fn` on the GPU, or {"available": False, "reason": ...}.
+
+    `fn` is repeated for `config.energy_ms` without the L2 flush (whose writes would be counted as
+    the candidate's energy) inside `kernelwright.profile.energy.EnergyMeter` (NVML's energy
+    counter, else power samples). Run it right after `measure`, under the same exclusive device
+    lock, so no other process's kernels are counted.
+    """
+    if not str(device).startswith("cuda"):
+        return {"available": False, "reason": "CPU run: GPU energy is not measured"}
+    if config.energy_ms <= 0:
+        return {"available": False, "reason": "switched off (energy_ms = 0)"}
+    try:
+        from kernelwright.profile.energy import EnergyMeter
+    except ImportError as exc:
+        return {"available": False, "reason": f"kernelwright.profile.energy is not importable: {exc}"}
+    dev = torch.device(device)
+    clock = _CudaClock(dev)
+    perf = _O["time.perf_counter"]
+    calls = 0
+    with torch.cuda.device(dev):
+        clock.synchronize()
+        with EnergyMeter(dev.index or 0) as meter:
+            deadline = perf() + config.energy_ms / 1e3
+            while meter.method != "unavailable" and (calls == 0 or perf() < deadline):
+                fn()
+                calls += 1
+                if calls % 8 == 0:
+                    clock.synchronize()  # keep the host from racing ahead: the window must hold the work
+            clock.synchronize()
+    reading = meter.reading(calls).to_dict()
+    reading["available"] = reading.get("joules") is not None
+    if not reading["available"]:
+        reading["reason"] = reading.get("note") or "no energy counter or power readings"
+    return reading
+
+
 def _noise_flags(stats: TimingStats) -> list[Flag]:
     if stats.median_ms > 0 and stats.iqr_ms / stats.median_ms > 0.1:
         return [Flag("noisy_timing", INFO, f"inter-quartile range is {stats.iqr_ms / stats.median_ms:.0%} "

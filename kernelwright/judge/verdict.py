@@ -29,6 +29,7 @@ class CompileResult:
     backend: str = ""  # "cuda", "triton", "none"
     log: str = ""  # trimmed compiler output, ready for an LLM
     errors: list[str] = field(default_factory=list)  # first few errors with line numbers
+    arch: str = ""  # TORCH_CUDA_ARCH_LIST the extension was built (or found in the cache) for
 
 
 @dataclass
@@ -40,6 +41,7 @@ class TrialResult:
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     rel_l2_err: float | None = None  # ||out - ref|| / ||ref||: catches outputs tiny everywhere
+    atol_scale: float | None = None  # S of |out - ref| <= atol*S + rtol*|ref|: max(1, RMS of the reference)
     shape_ok: bool = True
     dtype_ok: bool = True
     nonfinite: bool = False
@@ -126,8 +128,11 @@ class Verdict:
     device: str = "cpu"
     environment: dict[str, Any] = field(default_factory=dict)
     process: ProcessInfo | None = None
-    profile: dict[str, Any] | None = None
-    energy: dict[str, Any] | None = None
+    profile: dict[str, Any] | None = None  # kernelwright.profile ProfileReport.to_dict(), when asked for
+    energy: dict[str, Any] | None = None  # joules per call (GPU), or {"available": False, "reason": ...}
+    # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
+    # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
+    stage_seconds: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 

@@ -9,14 +9,18 @@ Runs in a fresh sandboxed process per candidate. The order of work is the defenc
 3. snapshot the identity of guarded functions and the precision switches;
 4. load the candidate with the build cache installed, check signatures, build ModelNew with the
    reference's seed;
-5. correctness trials on poisoned memory, then the hack guards; 6. timing, baselines, floor.
+5. correctness trials on poisoned memory, then the hack guards; 6. timing, energy, baselines,
+   floor; 7. the profile, when asked for.
 
-The verdict is written to the result file at every stage, so a crash still leaves the last stage
-reached; the final write happens before the process exits.
+Several workers may share a GPU: correctness work holds the device's lock shared, timing,
+energy and profiling hold it exclusively (`gpulock`). Wall seconds per stage go to
+`verdict.stage_seconds`. The verdict is written to the result file at every stage, so a crash
+still leaves the last stage reached; the final write happens before the process exits.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -29,16 +33,20 @@ from typing import Any
 
 from .api import JudgeRequest
 from .config import JudgeConfig
+from .stagetimes import StageTimer, process_age_s
 from .verdict import ERROR, FAIL, INFO, PASS, REJECT, CompileResult, Flag, TrialResult, Verdict
 
 _perf_counter = time.perf_counter  # captured before candidate code can replace it
+# share of the GPU's free memory the reference outputs of all trials may keep on the device
+REFERENCE_MEMORY_SHARE = 0.25
 
 
 class ResultWriter:
     """Atomic writes of the (partial) verdict and one-line progress marks for the parent's clock."""
 
-    def __init__(self, request: JudgeRequest, token: str):
+    def __init__(self, request: JudgeRequest, token: str, timer: StageTimer | None = None):
         self.result_path, self.progress_path, self.token = Path(request.result_path), Path(request.progress_path), token
+        self.timer = timer  # stage times so far go into every write: a crash keeps where the time went
 
     def progress(self, line: str) -> None:
         with open(self.progress_path, "a") as fh:
@@ -50,6 +58,8 @@ class ResultWriter:
         self.write(verdict, complete=False)
 
     def write(self, verdict: Verdict, complete: bool) -> None:
+        if self.timer is not None:
+            verdict.stage_seconds.update(self.timer.rounded())
         payload = {"token": self.token, "complete": complete, "verdict": verdict.to_dict()}
         tmp = self.result_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(payload, default=_jsonable))
@@ -104,6 +114,8 @@ class Session:
     dynamo_patched: bool = False
     triton_compile_error: bool = False
     stopped: bool = False  # a stage decided the verdict; later stages are skipped
+    timer: StageTimer = field(default_factory=StageTimer)
+    lock: Any = None  # gpulock.DeviceLock (or NoLock) of the device, once it is known
 
     def flag(self, flag: Flag | None) -> None:
         if flag is not None and all((f.code, f.message) != (flag.code, flag.message) for f in self.verdict.flags):
@@ -114,6 +126,20 @@ class Session:
         if stage:
             self.verdict.stage = stage
         return False
+
+    @contextlib.contextmanager
+    def on_device(self, kind: str):
+        """Hold the device lock ("shared" for correctness work, "exclusive" for timing); the wait is
+        its own stage, and the parent's stage clock does not count it against the stage's budget."""
+        if self.lock is None:
+            yield
+            return
+        with contextlib.ExitStack() as held:
+            self.writer.progress("wait start")
+            with self.timer("wait_gpu"):
+                held.enter_context(self.lock.shared() if kind == "shared" else self.lock.exclusive())
+            self.writer.progress("wait end")
+            yield
 
 
 # --------------------------------------------------------------------------- files
@@ -163,33 +189,60 @@ def stage_load(s: Session) -> bool:
     from . import check, guards
 
     s.writer.stage(s.verdict, "load")
-    try:
-        s.device = resolve_device(s.config)
-    except RuntimeError as exc:
-        return s.stop(ERROR, str(exc))
-    if s.device == "cpu":
-        guards.enable_malloc_perturb()  # fresh CPU allocations read as poison (see guards)
-    s.verdict.device = s.device
-    s.verdict.environment = environment(s)
-    guards.set_full_precision(s.config.allow_tf32)
-    shrink = s.config.shrink if s.config.shrink is not None else not s.device.startswith("cuda")
-    try:
-        s.problem = load_problem(s.problem_path, overrides=s.config.overrides, shrink=shrink)
-    except ProblemError as exc:
-        return s.stop(ERROR, f"cannot load the problem: {exc}")
-    s.verdict.overrides, s.verdict.shrunk = dict(s.problem.overrides), s.problem.shrunk
+    with s.timer("setup"):
+        try:
+            s.device = resolve_device(s.config)
+        except RuntimeError as exc:
+            return s.stop(ERROR, str(exc))
+        if s.device == "cpu":
+            guards.enable_malloc_perturb()  # fresh CPU allocations read as poison (see guards)
+        s.verdict.device = s.device
+        s.verdict.environment = environment(s)
+        s.lock = device_lock(s)
+        guards.set_full_precision(s.config.allow_tf32)
+        shrink = s.config.shrink if s.config.shrink is not None else not s.device.startswith("cuda")
+        try:
+            s.problem = load_problem(s.problem_path, overrides=s.config.overrides, shrink=shrink)
+        except ProblemError as exc:
+            return s.stop(ERROR, f"cannot load the problem: {exc}")
+        s.verdict.overrides, s.verdict.shrunk = dict(s.problem.overrides), s.problem.shrunk
     sync = lambda: guards.synchronize(s.device)  # noqa: E731
-    try:
-        reference = s.problem.make_model(s.config.seed, s.device)
-        s.cases, s.refill, s.ref_mutates = check.reference_cases(
-            s.problem, reference, s.config.trials, s.config.seed, s.device, sync)
-        inputs = check.make_inputs(s.problem, s.config.seed, s.cases[0].variant, s.device)
-        s.ref_ops = dict(record_aten_ops(reference, *inputs))
-    except Exception as exc:  # noqa: BLE001 - the problem's own code failed
-        return s.stop(ERROR, describe_exception(exc, s.problem_path, "the reference Model (problem file)"))
-    del reference, inputs
+    with s.on_device("shared"), s.timer("reference"):
+        try:
+            reference = s.problem.make_model(s.config.seed, s.device)
+            s.cases, s.refill, s.ref_mutates = check.reference_cases(
+                s.problem, reference, s.config.trials, s.config.seed, s.device, sync,
+                device_budget_bytes=reference_budget(s.device))
+            inputs = check.make_inputs(s.problem, s.config.seed, s.cases[0].variant, s.device)
+            s.ref_ops = dict(record_aten_ops(reference, *inputs))
+        except Exception as exc:  # noqa: BLE001 - the problem's own code failed
+            return s.stop(ERROR, describe_exception(exc, s.problem_path, "the reference Model (problem file)"))
+        del reference, inputs
     _record_precision(s, torch)
     return True
+
+
+def device_lock(s: Session):
+    from . import gpulock
+    from .api import default_cache_dir
+
+    lock = gpulock.lock_for(s.device, default_cache_dir(s.config))
+    if isinstance(lock, gpulock.NoLock):
+        s.notes.append(lock.why)
+    return lock
+
+
+def reference_budget(device: str) -> int:
+    """Bytes of reference outputs that may stay on the GPU (a share of its free memory)."""
+    if not device.startswith("cuda"):
+        return 0
+    import torch
+
+    try:
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+    except Exception:  # noqa: BLE001 - unknown: keep them on the CPU
+        return 0
+    return int(free * REFERENCE_MEMORY_SHARE)
 
 
 def resolve_device(config: JudgeConfig) -> str:
@@ -220,10 +273,15 @@ def environment(s: Session) -> dict[str, Any]:
 def _record_precision(s: Session, torch) -> None:
     from . import guards
 
+    from . import check
+
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in s.cases[0].ref_outputs})
     tolerances = {d: dict(zip(("atol_rtol", "rel_l2"), s.config.tolerance_for(d))) for d in dtypes}
     s.verdict.precision = {"reference_dtypes": dtypes, "allow_tf32": s.config.allow_tf32,
-                           "settings": guards.precision_state(), "tolerances": tolerances}
+                           "settings": guards.precision_state(), "tolerances": tolerances,
+                           "atol_rule": "|out-ref| <= atol*S + rtol*|ref|, S = max(1, RMS(ref)) per output",
+                           "inputs_on_device": check.inputs_on_device(s.problem, s.device),
+                           "reference_on_device_bytes": check.on_device_bytes(s.cases)}
 
 
 # --------------------------------------------------------------------------- stage: compile
@@ -235,25 +293,27 @@ def stage_compile(s: Session) -> bool:
     from . import candidate_kinds, guards
 
     s.writer.stage(s.verdict, "compile")
-    recorder = s.recorder = install_build_cache(s)
-    s.compile_tracker = guards.CompileTracker().install()
-    s.snapshot = guards.IdentitySnapshot.take(guards.guarded_targets({"problem": s.problem.module}))
-    s.precision_before, s.dynamo_before = guards.precision_state(), guards.dynamo_frames()
-    static_flags(s, candidate_kinds)
-    start = _perf_counter()
-    try:
-        module = load_candidate(s.candidate_path)
-        check_signatures(s.problem, module.ModelNew, s.candidate_path)
-    except BaseException as exc:  # noqa: BLE001 - ProblemError, or SystemExit from the candidate
-        message = str(exc) if isinstance(exc, ProblemError) else describe_exception(exc, s.candidate_path, "import")
-        s.verdict.compile = compile_result(s, recorder, _perf_counter() - start, message)
-        return s.stop(ERROR, f"the candidate does not load: {message}{_compile_errors(s.verdict.compile, message)}")
-    s.verdict.compile = compile_result(s, recorder, _perf_counter() - start, None)
-    try:
-        s.model = s.problem.make_model(s.config.seed, s.device, cls=module.ModelNew)
-    except BaseException as exc:  # noqa: BLE001 - candidate code
-        return s.stop(ERROR, describe_exception(exc, s.candidate_path, "ModelNew(*get_init_inputs())"))
-    after_call_guards(s, "while loading the candidate")
+    with s.timer("compile"):
+        recorder = s.recorder = install_build_cache(s)
+        s.compile_tracker = guards.CompileTracker().install()
+        s.snapshot = guards.IdentitySnapshot.take(guards.guarded_targets({"problem": s.problem.module}))
+        s.precision_before, s.dynamo_before = guards.precision_state(), guards.dynamo_frames()
+        static_flags(s, candidate_kinds)
+        start = _perf_counter()
+        try:
+            module = load_candidate(s.candidate_path)
+            check_signatures(s.problem, module.ModelNew, s.candidate_path)
+        except BaseException as exc:  # noqa: BLE001 - ProblemError, or SystemExit from the candidate
+            message = str(exc) if isinstance(exc, ProblemError) else describe_exception(exc, s.candidate_path, "import")
+            s.verdict.compile = compile_result(s, recorder, _perf_counter() - start, message)
+            return s.stop(ERROR, f"the candidate does not load: {message}{_compile_errors(s.verdict.compile, message)}")
+        s.verdict.compile = compile_result(s, recorder, _perf_counter() - start, None)
+        with s.on_device("shared"):
+            try:
+                s.model = s.problem.make_model(s.config.seed, s.device, cls=module.ModelNew)
+            except BaseException as exc:  # noqa: BLE001 - candidate code
+                return s.stop(ERROR, describe_exception(exc, s.candidate_path, "ModelNew(*get_init_inputs())"))
+            after_call_guards(s, "while loading the candidate")
     return True
 
 
@@ -306,6 +366,11 @@ def static_flags(s: Session, candidate_kinds) -> None:
 
 def after_call_guards(s: Session, when: str) -> None:
     """Monkeypatching and precision changes since the snapshot; both are flagged, then undone."""
+    with s.timer("guards"):
+        _after_call_guards(s, when)
+
+
+def _after_call_guards(s: Session, when: str) -> None:
     from . import guards
 
     changed = s.snapshot.changes()
@@ -369,6 +434,7 @@ def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None
     result.ok, result.message = cmp.ok, cmp.message
     result.shape_ok, result.dtype_ok, result.nonfinite = cmp.shape_ok, cmp.dtype_ok, cmp.nonfinite
     result.max_abs_err, result.max_rel_err, result.rel_l2_err = cmp.max_abs_err, cmp.max_rel_err, cmp.rel_l2_err
+    result.atol_scale = cmp.atol_scale
     s.verdict.precision.setdefault("candidate_dtypes", sorted({str(o.dtype).removeprefix("torch.") for o in outs}))
     mutated = [i for i, (a, b) in enumerate(zip(args, before)) if check.fingerprint(a) != b]
     if mutated and not s.ref_mutates:
@@ -385,20 +451,25 @@ def stage_check(s: Session) -> bool:
 
     s.writer.stage(s.verdict, "check")
     recorder = OpRecorder()
-    for case in s.cases:
-        last = case is s.cases[-1]
-        result, args, raised = run_trial(s, case, recorder if last else None)
-        case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
-        s.verdict.trials.append(result)
-        s.writer.write(s.verdict, complete=False)
-        if raised:
-            return _stop_on_exception(s, result)
-        if case is s.cases[0] and result.ok:
-            guard_output_cache(s, args)
-        if last:
-            s.verdict.ops = dict(recorder.counts)
-    s.flag(guards.torch_op_flag(guards.torch_op_hits(s.ref_ops, s.verdict.ops), s.config.torch_op_policy))
-    s.flag(guards.dynamo_flag(s.dynamo_before, s.config.torch_op_policy, s.compile_tracker.calls, s.dynamo_patched))
+    with s.on_device("shared"), s.timer("check"):
+        for case in s.cases:
+            last = case is s.cases[-1]
+            result, args, raised = run_trial(s, case, recorder if last else None)
+            case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
+            s.verdict.trials.append(result)
+            s.writer.write(s.verdict, complete=False)
+            if raised:
+                return _stop_on_exception(s, result)
+            if case is s.cases[0] and result.ok:
+                with s.timer("guards"):
+                    guard_output_cache(s, args)
+            if last:
+                s.verdict.ops = dict(recorder.counts)
+            del args
+    with s.timer("guards"):
+        s.flag(guards.torch_op_flag(guards.torch_op_hits(s.ref_ops, s.verdict.ops), s.config.torch_op_policy))
+        s.flag(guards.dynamo_flag(s.dynamo_before, s.config.torch_op_policy, s.compile_tracker.calls,
+                                  s.dynamo_patched))
     return True
 
 
@@ -457,19 +528,34 @@ def stage_time(s: Session) -> None:
         s.flag(Flag("timing_unavailable", INFO, "no timing: " + "; ".join(n for n in s.notes if "timing" in n)))
         return
     first = s.cases[0]
-    args = check.make_inputs(s.problem, first.seed, first.variant, s.device)
-    try:
-        with torch.no_grad():
-            stats, flags = timing.measure(lambda: s.model(*args), s.config, s.device)
-    except BaseException as exc:  # noqa: BLE001 - candidate code runs inside measure
-        s.stop(FAIL, describe_exception(exc, s.candidate_path, "ModelNew.forward (while being timed)"))
-        return
-    finally:
-        after_call_guards(s, "while being timed")
+    with s.timer("time"):
+        args = check.make_inputs(s.problem, first.seed, first.variant, s.device)
+        forward = lambda: s.model(*args)  # noqa: E731
+        try:
+            with s.on_device("exclusive"), torch.no_grad():
+                stats, flags = timing.measure(forward, s.config, s.device)
+                with s.timer("energy"):
+                    s.verdict.energy = measure_energy(s, timing, forward)
+        except BaseException as exc:  # noqa: BLE001 - candidate code runs inside measure
+            s.stop(FAIL, describe_exception(exc, s.candidate_path, "ModelNew.forward (while being timed)"))
+            return
+        finally:
+            after_call_guards(s, "while being timed")
     s.verdict.timing = stats
     for flag in flags:
         s.flag(flag)
     baselines_and_floor(s)
+
+
+def measure_energy(s: Session, timing, forward) -> dict:
+    """Joules per call (GPU), or why not; a failing meter never costs the verdict."""
+    measure = getattr(timing, "energy_per_call", None)
+    if measure is None:
+        return {"available": False, "reason": "this judge's timing module has no energy_per_call"}
+    try:
+        return measure(forward, s.config, s.device)
+    except Exception as exc:  # noqa: BLE001 - the meter, not the candidate (its errors surfaced in measure)
+        return {"available": False, "reason": f"energy measurement failed: {type(exc).__name__}: {exc}"}
 
 
 def baselines_and_floor(s: Session) -> None:
@@ -478,17 +564,21 @@ def baselines_and_floor(s: Session) -> None:
     s.writer.write(s.verdict, complete=False)
     baseline = s.modules.get("baseline")
     if baseline is not None and s.config.baselines:
-        try:
-            s.verdict.baselines = baseline.get_baselines(s.problem_path, dict(s.problem.overrides), s.config, s.device)
-        except Exception as exc:  # noqa: BLE001 - the candidate's verdict stands without them
-            s.flag(Flag("baseline_unavailable", INFO, f"baselines failed: {type(exc).__name__}: {exc}"))
+        # not under the device lock: each baseline process takes it around its own measurement
+        with s.timer("baselines"):
+            try:
+                s.verdict.baselines = baseline.get_baselines(s.problem_path, dict(s.problem.overrides), s.config,
+                                                             s.device)
+            except Exception as exc:  # noqa: BLE001 - the candidate's verdict stands without them
+                s.flag(Flag("baseline_unavailable", INFO, f"baselines failed: {type(exc).__name__}: {exc}"))
     s.verdict.speedup = speedups(s.verdict)
     floor = s.modules.get("floor")
     if floor is not None:
-        try:
-            apply_floor(s, floor)
-        except Exception as exc:  # noqa: BLE001
-            s.flag(Flag("floor_unavailable", INFO, f"speed-of-light floor failed: {type(exc).__name__}: {exc}"))
+        with s.timer("floor"):
+            try:
+                apply_floor(s, floor)
+            except Exception as exc:  # noqa: BLE001
+                s.flag(Flag("floor_unavailable", INFO, f"speed-of-light floor failed: {type(exc).__name__}: {exc}"))
 
 
 def speedups(verdict: Verdict) -> dict[str, float]:
@@ -516,11 +606,24 @@ def apply_floor(s: Session, floor) -> None:
         s.flag(flag)
 
 
+# --------------------------------------------------------------------------- stage: profile
+
+
+def stage_profile(s: Session) -> None:
+    """kernelwright.profile's report of a passing candidate, with the device held exclusively."""
+    from .profiling import profile_report
+
+    s.writer.stage(s.verdict, "profile")
+    with s.timer("profile"), s.on_device("exclusive"):
+        s.verdict.profile = profile_report(s.problem_path, s.candidate_path, s.verdict, s.config, s.device)
+
+
 # --------------------------------------------------------------------------- verdict
 
 
 def finalize(s: Session, final: bool = True) -> None:
     verdict = s.verdict
+    verdict.stage_seconds.update(s.timer.rounded())
     if not s.stopped:
         trials_ok = len(verdict.trials) >= s.config.trials and all(t.ok for t in verdict.trials)
         verdict.status = PASS if trials_ok and not verdict.reject_flags() else FAIL
@@ -549,12 +652,17 @@ def run_stages(s: Session) -> None:
         finalize(s, final=False)
         if s.verdict.status == PASS:
             stage_time(s)
+    if s.config.profile and not s.stopped:
+        finalize(s, final=False)
+        if s.verdict.status == PASS:
+            stage_profile(s)
 
 
-def evaluate(request: JudgeRequest, writer: ResultWriter, modules: dict[str, Any], notes: list[str]) -> Verdict:
+def evaluate(request: JudgeRequest, writer: ResultWriter, modules: dict[str, Any], notes: list[str],
+             timer: StageTimer | None = None) -> Verdict:
     config = JudgeConfig.from_dict(request.config)
     verdict = Verdict(problem=request.problem_label, candidate=request.candidate_label, config=config.to_dict())
-    s = Session(request, config, verdict, writer, modules=modules, notes=notes)
+    s = Session(request, config, verdict, writer, modules=modules, notes=notes, timer=timer or StageTimer())
     try:
         s.problem_path, s.candidate_path = materialise(request)
         s.candidate_source = _read(s.candidate_path)
@@ -609,6 +717,7 @@ def load_judge_modules(notes: list[str]) -> dict[str, Any]:
     import-time patches (it wraps torch.manual_seed) out of the monkeypatch comparison."""
     from . import guards
 
+    guards.die_with_parent()
     guards.apply_rlimits_from_env()
     modules = {name: optional_module(name, notes) for name in ("timing", "compile", "baseline", "floor", "env")}
     try:
@@ -632,15 +741,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("request", help="request JSON written by kernelwright.judge.api")
     parser.add_argument("--phase", choices=("evaluate", "compile"), default="evaluate")
     args = parser.parse_args(argv)
+    timer = StageTimer()
+    startup = process_age_s()
+    if startup is not None:
+        timer.seconds["startup"] = startup  # interpreter start and the judge's first imports
     token = read_token()
     request = JudgeRequest.load(args.request)
-    writer = ResultWriter(request, token)
+    writer = ResultWriter(request, token, timer)
     notes: list[str] = []
-    modules = load_judge_modules(notes)
+    with timer("imports"):
+        modules = load_judge_modules(notes)
     if args.phase == "compile":
         verdict = compile_only(request, writer, modules)
+        verdict.stage_seconds.update(timer.rounded())
     else:
-        verdict = evaluate(request, writer, modules, notes)
+        verdict = evaluate(request, writer, modules, notes, timer)
     writer.write(verdict, complete=True)
     return 0
 

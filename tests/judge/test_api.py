@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import (JudgeRequest, SourceText, StageClock, WorkerResult, assemble, make_request,
-                                    read_result, relevant_lines)
+                                    read_result, record_overhead, relevant_lines)
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, ProcessInfo, Verdict
 
 
@@ -44,6 +44,29 @@ def test_stage_clock_gives_each_stage_its_budget(tmp_path):
         fh.write("stage time\nbaseline\n")
     clock(start)
     assert clock.stage == "baseline" and clock.budget() == 100
+
+
+def test_waiting_for_the_device_does_not_count_against_the_stage(tmp_path):
+    progress = tmp_path / "progress"
+    clock = StageClock(progress, JudgeConfig(timeout_s=10, compile_timeout_s=100))
+    start = time.monotonic()
+    progress.write_text("stage load\nstage compile\nstage check\nwait start\n")
+    assert clock(start) == float("inf")  # other workers are timing: only the backstop applies
+    time.sleep(0.2)
+    with progress.open("a") as fh:
+        fh.write("wait end\ntrial 0 given")  # a line still being written is not read yet
+    deadline = clock(start)
+    assert clock.trial == "" and abs(deadline - (time.monotonic() + 10)) < 0.1  # the budget restarts
+    with progress.open("a") as fh:
+        fh.write("\n")
+    clock(start)
+    assert clock.trial == "0 given" and clock.stage == "check"
+
+
+def test_overhead_is_the_wall_time_no_stage_accounts_for():
+    verdict = Verdict("p", "c", stage_seconds={"imports": 2.0, "check": 1.0})
+    record_overhead(verdict, ProcessInfo(exit_code=0, wall_s=3.5))
+    assert verdict.stage_seconds["overhead"] == 0.5
 
 
 def _write_result(path: Path, token: str, verdict: Verdict, complete: bool) -> None:

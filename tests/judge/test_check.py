@@ -118,7 +118,10 @@ def test_fingerprint_sees_any_in_place_change(tensor):
     before = check.fingerprint(tensor)
     assert check.fingerprint(tensor.clone()) == before
     flat = tensor.view(-1)
-    flat[0] = flat[1] if not bool((flat[0] == flat[1]).all()) else flat[0] + 1
+    if tensor.dtype == torch.bool:
+        flat[0] = ~flat[0]  # True + 1 stays True: flip instead
+    else:
+        flat[0] = flat[1] if not bool((flat[0] == flat[1]).all()) else flat[0] + 1
     assert check.fingerprint(tensor) != before
 
 
@@ -166,3 +169,41 @@ def test_reference_cases_regenerate_identical_inputs(tmp_path):
     assert [c.seed for c in cases] == [42, 43, 44] and refill.variant == cases[0].variant
     again = check.make_inputs(problem, cases[0].seed, cases[0].variant, "cpu")
     assert torch.equal(torch.exp(again[0] * 30), cases[0].ref_outputs[0])
+
+
+def _blocked_matmul(a: torch.Tensor, b: torch.Tensor, block: int) -> torch.Tensor:
+    """a @ b summed over K in blocks: a correct result in another summation order."""
+    out = torch.zeros(a.shape[0], b.shape[1])
+    for k in range(0, a.shape[1], block):
+        out += a[:, k:k + block] @ b[k:k + block]
+    return out
+
+
+def test_scale_aware_atol_accepts_another_summation_order_on_wide_inputs():
+    from kernelwright.problem.inputs import apply_variant
+
+    torch.manual_seed(0)
+    a, b = apply_variant([torch.randn(64, 2048), torch.randn(2048, 64)], "wide")  # |x| up to 100
+    ref, out = a @ b, _blocked_matmul(a, b, 64)
+    kernelbench_rule = (out - ref).abs() <= 1e-4 + 1e-4 * ref.abs()
+    assert not bool(kernelbench_rule.all())  # the premise: plain allclose rejects a correct kernel
+    result = compare(out, ref)
+    assert result.ok, result.message
+    assert result.atol_scale == pytest.approx(float(ref.pow(2).mean().sqrt()), rel=1e-6)
+    assert result.rel_l2_err < 1e-6 and result.max_abs_err > 1e-3  # errors are reported for passes
+
+
+def test_scale_aware_atol_still_rejects_real_errors_at_scale():
+    torch.manual_seed(1)
+    ref = torch.randn(64, 64) * 1000  # RMS ~1000: atol becomes 0.1
+    out = ref.clone()
+    out[3, 5] += 5.0  # 5 off where |ref| may be tiny: beyond 0.1 + 1e-4 * |ref| unless |ref| > 49000
+    result = compare(out, ref)
+    assert not result.ok and "1 of 4096 elements" in result.message and "RMS" in result.message
+
+
+def test_outputs_of_unit_scale_keep_kernelbench_rule_exactly():
+    ref = 0.95 + 0.04 * torch.rand(1000)  # RMS < 1: S = 1, atol = rtol = 1e-4 as in KernelBench
+    assert not compare(ref + 1.01e-4 + 1e-4 * ref, ref).ok
+    result = compare(ref + 0.9e-4, ref)
+    assert result.ok and result.atol_scale == 1.0

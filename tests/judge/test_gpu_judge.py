@@ -50,3 +50,28 @@ def test_correct_triton_relu_passes_on_gpu_without_spurious_flags():
     verdict = judge(RELU_PROBLEM, CANDIDATES / "relu_correct.py", JudgeConfig(trials=3, baselines=("eager",)))
     assert verdict.status == "pass", verdict.error
     assert not [f for f in verdict.flags if f.code in ("monkeypatch", "precision", "torch_op")]
+
+
+def test_gpu_verdict_generates_inputs_on_the_device_and_reports_stages_and_energy():
+    verdict = judge(RELU_PROBLEM, CANDIDATES / "relu_correct.py", JudgeConfig(trials=3, baselines=()))
+    assert verdict.status == "pass", verdict.error
+    assert verdict.precision["inputs_on_device"] is True
+    assert verdict.precision["reference_on_device_bytes"] > 0  # 4 x 128 MiB outputs fit the budget
+    for stage in ("imports", "reference", "check", "time", "energy", "overhead"):
+        assert stage in verdict.stage_seconds, stage
+    assert "available" in verdict.energy
+    if verdict.energy["available"]:
+        assert verdict.energy["calls"] > 0 and verdict.energy["joules_per_call"] > 0
+    else:
+        assert verdict.energy["reason"]
+
+
+def test_two_candidates_checked_at_once_on_one_gpu_both_pass():
+    from kernelwright.judge.pool import JudgePool
+
+    config = JudgeConfig(trials=2, baselines=())
+    with JudgePool(config, per_gpu=2) as pool:
+        verdicts = pool.judge_many([(RELU_PROBLEM, CANDIDATES / "relu_correct.py")] * 2)
+    assert all(v.status == "pass" for v in verdicts), [v.error for v in verdicts]
+    medians = sorted(v.timing.median_ms for v in verdicts)
+    assert medians[1] < 1.25 * medians[0]  # timings taken in turn agree

@@ -89,3 +89,29 @@ def test_environment_reaches_the_child(tmp_path):
     info = run_python(tmp_path, "import os; print(os.environ['KW_TEST_VALUE'])", env={"KW_TEST_VALUE": "42"})
     assert info.stdout_tail.strip() == "42"
     assert os.environ.get("KW_TEST_VALUE") is None
+
+
+_ORPHAN = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c",
+    "from kernelwright.judge.guards import die_with_parent; die_with_parent(); import time; time.sleep(60)"],
+    env={**os.environ, "KW_PARENT_PID": str(os.getpid())})
+print(child.pid, flush=True)
+time.sleep(1.0)
+os._exit(0)  # the judging process dies without cleaning up
+"""
+
+
+def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _ORPHAN], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(repo)})
+    child = int(done.stdout.split()[0])
+    for _ in range(100):  # SIGKILL is asynchronous: give the kernel a moment
+        if not _alive(child):
+            return
+        time.sleep(0.05)
+    os.kill(child, 9)
+    raise AssertionError("the worker outlived the process that started it")

@@ -153,3 +153,23 @@ def test_gpu_cuda_graph_replays():
     config = JudgeConfig(warmup_ms=2, rep_ms=20, min_reps=5, max_reps=100, cuda_graph=True)
     stats, _ = timing.measure(lambda: torch.relu(a), config, "cuda")
     assert stats.method == "cuda_graph"
+
+
+def test_energy_on_cpu_says_why_not_and_off_means_off():
+    config = JudgeConfig()
+    assert timing.energy_per_call(lambda: None, config, "cpu") == {
+        "available": False, "reason": "CPU run: GPU energy is not measured"}
+    config.energy_ms = 0
+    assert timing.energy_per_call(lambda: None, config, "cuda")["reason"] == "switched off (energy_ms = 0)"
+
+
+@pytest.mark.gpu
+def test_gpu_energy_per_call_is_counted_without_the_l2_flush():
+    import torch
+
+    x = torch.randn(1 << 24, device="cuda")
+    reading = timing.energy_per_call(lambda: x.mul(2.0), JudgeConfig(energy_ms=300), "cuda")
+    if reading["available"]:  # an energy counter or power readings were found
+        assert reading["calls"] > 10 and 0 < reading["joules_per_call"] < 1.0
+    else:
+        assert reading["reason"]

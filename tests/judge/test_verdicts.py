@@ -17,11 +17,15 @@ from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT
 
 CANDIDATES = Path(__file__).parent / "candidates"
 RELU, SOFTMAX, GEMM = "level1/19_ReLU.py", "level1/23_Softmax.py", "level2/63_Gemm_ReLU_Divide.py"
+# hand-written (not KernelBench): signed inputs, K = 2048; not shrunk, the long reduction is the point
+MATMUL_SIGNED = Path(__file__).parent / "problems" / "matmul_signed.py"
 SIZES = {
     RELU: {"batch_size": 8, "dim": 256},
     SOFTMAX: {"batch_size": 4, "dim": 300},
     GEMM: {"batch_size": 16, "in_features": 64, "out_features": 32},
+    MATMUL_SIGNED: {},
 }
+FAST_TIMING = {"warmup_ms": 1.0, "rep_ms": 5.0, "min_reps": 3, "baselines": ()}
 # name -> (problem, extra config); the candidate file is candidates/<name>.py
 CASES = {
     "relu_correct": (RELU, {"trials": 5}),
@@ -44,20 +48,30 @@ CASES = {
     "softmax_zeros": (SOFTMAX, {"trials": 1, "overrides": {"batch_size": 2, "dim": 32768}}),
     "softmax_compile": (SOFTMAX, {"trials": 1}),
     "gemm_relu_divide_correct": (GEMM, {}),
+    "matmul_blocked_k": (MATMUL_SIGNED, {"trials": 3, "shrink": False}),
+    # the same correct ReLU, timed and profiled: stage times, energy and profile on the verdict
+    "relu_timed_profiled": (RELU, {"trials": 2, "time": True, "profile": True, **FAST_TIMING}),
 }
 
 
+# cases that judge another case's candidate file under other settings
+SAME_CANDIDATE = {"relu_timed_profiled": "relu_correct"}
+
+
 def _candidate_file(name: str) -> Path:
-    return CANDIDATES / f"{name}.py"
+    return CANDIDATES / f"{SAME_CANDIDATE.get(name, name)}.py"
 
 
 @pytest.fixture(scope="module")
-def verdicts(kernelbench):
+def verdicts(kernelbench, tmp_path_factory):
     jobs = []
+    cache = str(tmp_path_factory.mktemp("judge_cache"))  # fresh build/lock/baseline caches
     for name, (problem, extra) in CASES.items():
-        settings = {"time": False, "trials": 3, "overrides": SIZES[problem], **extra}
-        jobs.append(JudgeJob(kernelbench / problem, _candidate_file(name), JudgeConfig(**settings), name=name))
-    results = JudgePool(cpu_workers=2).judge_many(jobs)
+        settings = {"time": False, "trials": 3, "overrides": SIZES[problem], "cache_dir": cache, **extra}
+        path = problem if isinstance(problem, Path) else kernelbench / problem
+        jobs.append(JudgeJob(path, _candidate_file(name), JudgeConfig(**settings), name=name))
+    with JudgePool(cpu_workers=2) as pool:
+        results = pool.judge_many(jobs)
     return dict(zip(CASES, results))
 
 
@@ -200,3 +214,37 @@ def test_every_sandboxed_verdict_records_its_isolation(verdicts):
         assert v.process is not None, name
         assert "network" in v.process.isolation and isinstance(v.process.network_isolated, bool)
         assert v.config["trials"] >= 1
+
+
+def test_correct_matmul_summing_in_another_order_passes_the_wide_trial(verdicts):
+    """K = 2048 on signed inputs scaled to |x| <= 100: rounding differences of the sums (~3e-2)
+    far exceed atol = 1e-4 where outputs cancel towards zero; the scale-aware rule (atol * RMS)
+    accepts them, the relative L2 error (~3e-7) shows the result is right."""
+    v = verdicts["matmul_blocked_k"]
+    assert v.status == PASS, v.error
+    wide = v.trials[2]
+    assert wide.variant == "wide" and wide.ok and wide.fallback_from is None
+    assert wide.max_abs_err > 1e-3 and wide.atol_scale > 1e3
+    assert wide.rel_l2_err < 1e-6
+    assert all(t.max_abs_err is not None and t.max_rel_err is not None for t in v.trials)
+
+
+def test_stage_seconds_energy_and_profile_of_a_timed_cpu_verdict(verdicts):
+    v = verdicts["relu_timed_profiled"]
+    assert v.status == PASS and v.stage == "done", v.error
+    stages = v.stage_seconds
+    for stage in ("imports", "setup", "reference", "compile", "check", "guards", "time", "profile", "overhead"):
+        assert stage in stages and stages[stage] >= 0, stage
+    assert stages["imports"] > 0.1 and stages["check"] > 0  # real work was timed
+    assert sum(stages.values()) == pytest.approx(v.process.wall_s, rel=0.05, abs=0.5)
+    assert v.energy == {"available": False, "reason": "CPU run: GPU energy is not measured"}
+    profile = v.profile
+    assert profile["status"] == "partial" and profile["device"] == "cpu"  # no GPU: no ncu, said so
+    assert any("No CUDA device" in f["text"] for f in profile["findings"])
+    assert profile["plain_ms_per_call"] > 0
+
+
+def test_untimed_verdicts_carry_no_energy_or_profile(verdicts):
+    v = verdicts["relu_correct"]
+    assert v.energy is None and v.profile is None
+    assert "time" not in v.stage_seconds and v.stage_seconds["check"] > 0

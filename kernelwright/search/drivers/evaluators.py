@@ -1,17 +1,17 @@
 """Answer evaluation asks: in this process's pool of judge workers, or through a batch folder.
 
 Local: every candidate is written to RUN_DIR/candidates/<id>.py (for people to read) and judged in a
-fresh process (kernelwright.judge.judge). Both ways the judge gets texts (the problem's source as
-stored with the run, the candidate's code under its id), so a verdict, and every prompt quoting
-it, is the same whether judged here or elsewhere, and names no folder of this machine. Local
-evaluations run one at a time per GPU (timings taken side by side on one GPU disturb each other).
+fresh process through the judge's pool (kernelwright.judge.pool.JudgePool.ajudge). Both ways the
+judge gets texts (the problem's source as stored with the run, the candidate's code under its id),
+so a verdict, and every prompt quoting it, is the same whether judged here or elsewhere, and names
+no folder of this machine. Local evaluations may check several candidates at once on one GPU; the
+pool's device lock lets only one at a time take its timing (side by side they disturb each other).
 
 Batch: the candidate becomes a request in RUN_DIR/evals/ for `kernelwright judge --batch` to
 evaluate elsewhere; until its verdict file appears the ask is pending and the run pauses.
 """
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from kernelwright.judge.config import JudgeConfig
@@ -35,11 +35,11 @@ def verdict_answer(verdict: Verdict) -> Answer:
 
 
 class LocalEvaluator:
-    """Judges candidates in fresh processes, one at a time per lane.
+    """Judges candidates through a `JudgePool` as the asks arrive, one fresh process each.
 
-    A lane is one GPU (its CUDA_VISIBLE_DEVICES) so that two timings never share a device; on a
-    CPU-only machine there are `workers` lanes (default 1). The judge pool's batch API takes a
-    fixed list of jobs, while asks arrive one by one, hence these lanes around `judge()`.
+    On a GPU machine the pool checks several candidates at once per GPU and lets one at a time
+    take the timing (the device lock keeps timings apart); on a CPU-only machine there are
+    `workers` evaluations at once (default 1).
     """
 
     def __init__(self, problem_source: str, problem_name: str, config: JudgeConfig, run_dir: str | Path,
@@ -48,36 +48,28 @@ class LocalEvaluator:
         self.problem_name = problem_name
         self.config = config
         self.run_dir = Path(run_dir)
-        self.lane_envs = _lanes(config, workers)
-        self._lanes: asyncio.Queue | None = None
+        self.workers = max(1, workers)
+        self._pool = None
+
+    def pool(self):
+        from kernelwright.judge.pool import JudgePool, visible_gpus
+
+        if self._pool is None:
+            gpus = visible_gpus() if self.config.device != "cpu" else ()
+            self._pool = JudgePool(self.config, gpus=gpus, cpu_workers=self.workers)
+        return self._pool
 
     async def answer(self, ask: EvaluationAsk) -> Answer:
-        from kernelwright.judge.api import SourceText, judge
+        from kernelwright.judge.api import SourceText
 
         candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
         source = SourceText(ask.code, name=ask.candidate_id)
-        if self._lanes is None:
-            self._lanes = asyncio.Queue()
-            for env in self.lane_envs:
-                self._lanes.put_nowait(env)
-        env = await self._lanes.get()
         try:
-            verdict = await asyncio.to_thread(judge, problem, source, self.config, env=env or None)
+            verdict = await self.pool().ajudge(problem, source)
         except Exception as exc:  # the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
-        finally:
-            self._lanes.put_nowait(env)
         return verdict_answer(verdict)
-
-
-def _lanes(config: JudgeConfig, workers: int) -> list[dict[str, str]]:
-    from kernelwright.judge.pool import visible_gpus
-
-    gpus = visible_gpus() if config.device != "cpu" else ()
-    if gpus:
-        return [{"CUDA_VISIBLE_DEVICES": str(gpu)} for gpu in gpus]
-    return [{} for _ in range(max(1, workers))]
 
 
 class BatchEvaluator:
