@@ -38,7 +38,7 @@ from evidence_common import CANDIDATES, REPO, fmt, out_dir, print_table, problem
 RELU = "19_ReLU"
 SMALL_RELU = {"batch_size": 64}  # 25M elements: ~70 µs of memory traffic, seconds of input generation less
 NCU_CASES = ("relu_64M", "matmul_fp32_4096", "softmax_4096x16384", "sum_dim1_16x4096x4095", "matmul_bf16_8192",
-             "copy_256MiB")
+             "scale_256MiB")
 
 
 def parse_args():
@@ -131,7 +131,8 @@ def ncu_agreement(deadline: float) -> dict:
             continue
         calls, warm = 13, 3
         command = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--cache-control", "all",
-                   "--clock-control", "none", sys.executable, script, "run", case, str(calls)]
+                   "--clock-control", "none", "--nvtx", "--nvtx-include", "kw_calls/",
+                   sys.executable, script, "run", case, str(calls)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=remaining())
         except subprocess.TimeoutExpired:
