@@ -1,7 +1,7 @@
 """A run from start (or resume) to done or paused: the edge where the pure engine meets the world.
 
-    outcome = run_optimization(RunOptions(problem="level1/19_ReLU.py", llm="openai:gpt-5"))
-    outcome = run_optimization(RunOptions(resume="kw-runs/20250101-120000-19_ReLU-1a2b"))
+    outcome = run_optimization(RunOptions(problem="problem.py", llm="openai:gpt-5"))
+    outcome = run_optimization(RunOptions(resume="kw-runs/20250101-120000-problem-1a2b"))
 
 Starting: describe the problem, create RUN_DIR with its database, store the settings.
 Resuming: rebuild the engine from the stored settings and replay the journal (every result, in
