@@ -132,7 +132,8 @@ def verdict_table(verdict) -> Table:
             stats = getattr(verdict.baselines, name)
             if stats:
                 speed = verdict.speedup.get(name)
-                table.add_row(f"baseline {name}", _ms(stats) + (f"  → speedup {speed:.3g}x" if speed else ""))
+                what = f" ({verdict.baselines.eager_label})" if name == "eager" else ""
+                table.add_row(f"baseline {name}", _ms(stats) + what + (f"  → speedup {speed:.3g}x" if speed else ""))
     if verdict.floor:
         pct = f", {verdict.floor.pct_of_floor:.1f}% of speed of light" if verdict.floor.pct_of_floor else ""
         table.add_row("floor", f"{verdict.floor.floor_ms:.4g} ms ({verdict.floor.bound}-bound){pct}")
@@ -202,5 +203,6 @@ def baselines_table(results: dict, device: str) -> Table:
         cells = [f"{s.median_ms:.4g} ms" if s else "-" for s in
                  (result.eager, result.compile_default, result.compile_max_autotune)]
         errors = "; ".join(f"{k}: {v.splitlines()[0][:120]}" for k, v in result.errors.items())
-        table.add_row(Path(path).name, *cells, "yes" if result.cached else "no", errors)
+        label = "" if result.eager_label == "eager PyTorch" else f" (eager: {result.eager_label})"
+        table.add_row(Path(path).name + label, *cells, "yes" if result.cached else "no", errors)
     return table

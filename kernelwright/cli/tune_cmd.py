@@ -1,7 +1,9 @@
 """`kernelwright tune TEMPLATE --problem P`: search a template's parameters with the judge.
 
-TEMPLATE is a template file (a candidate with a KW_TUNE declaration, see docs/tuning.md), or the
-word `library` to build one from the built-in template library for the problem. Every instance is
+TEMPLATE is a template file (a candidate with a KW_TUNE declaration, see docs/tuning.md), the
+word `library` to build one from the built-in template library for the problem, or `reference` to
+tune the launch configuration of a reference that is a Triton or CUDA kernel itself
+(tune/from_reference.py). Every instance is
 judged in its own process; results are cached per (template, parameters, device, sizes).
 
 Exit codes: 0 an instance passed (the best is written to --out), 1 none passed, 2 a usage error,
@@ -29,7 +31,8 @@ def register(app: typer.Typer) -> None:
 
 def tune_command(
     template_path: str = typer.Argument(..., metavar="CANDIDATE_TEMPLATE",
-                                        help="template file, or `library` for a built-in template"),
+                                        help="template file, `library` for a built-in template, or `reference` "
+                                        "for the launch configuration of a reference that is a Triton/CUDA kernel"),
     problem: Path = typer.Option(..., "--problem", "-p", help="KernelBench-format problem file"),
     strategy: str = typer.Option("auto", "--strategy", "-s",
                                  help=" | ".join(CHOICES) + " (auto: exhaustive if the budget covers the space, else tpe)"),
@@ -70,6 +73,16 @@ def _judge_config(settings: list[str], device: str):
 def _load(template_path: str, problem: Path, config):
     from kernelwright.tune.template import load_template
 
+    if template_path == "reference":
+        from kernelwright.problem import ProblemError
+        from kernelwright.problem.loader import read_source
+        from kernelwright.tune.from_reference import templatize_reference
+        from kernelwright.tune.library import NoTemplate
+
+        try:
+            return templatize_reference(read_source(problem)[1], problem.stem).template
+        except (ProblemError, NoTemplate) as exc:
+            raise ValueError(str(exc)) from None
     if template_path != "library":
         return load_template(template_path)
     from kernelwright.problem import ProblemError, load_problem
@@ -124,7 +137,7 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
 
 
 def _default_out(template_path: str, name: str) -> Path:
-    if template_path == "library":
+    if template_path in ("library", "reference"):
         return Path(f"{''.join(c if c.isalnum() else '_' for c in name)}.best.py")
     path = Path(template_path)
     return path.with_name(path.stem + ".best.py")

@@ -11,6 +11,11 @@ Kinds: "eager", "compile_default" (torch.compile()), "compile_max_autotune" (mod
 On the CPU only "eager" runs unless asked (`allow_cpu_compile`): compiling on the CPU needs a C++
 compiler, is slow, and says nothing about GPU speed.
 
+A reference that is a kernel itself (Triton, or a CUDA extension: problem/reference.py) is timed as
+written and labelled so ("reference kernel (Triton)"); torch.compile is skipped for it, with the
+reason, because it leaves user kernels as they are. A problem whose backward pass is part of the
+work is timed forward + backward (judge/grad.py), as its candidates are.
+
 Sizes: pass the problem's effective overrides (`Problem.overrides` after any shrink); the
 subprocess loads the problem with exactly those and never shrinks on its own.
 """
@@ -83,12 +88,16 @@ def cache_file(problem_path, key: dict[str, Any], config: JudgeConfig) -> Path:
     return cache_root(config) / f"{Path(problem_path).stem}__{key['kind']}__{digest}.json"
 
 
-def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool) -> tuple[list[str], dict[str, str]]:
+def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool,
+                 reference_kind: str = "torch") -> tuple[list[str], dict[str, str]]:
     """(kinds to time, kinds skipped -> why)."""
     kinds, skipped = [], {}
     for kind in config.baselines:
         if kind not in KINDS:
             skipped[kind] = f"unknown baseline {kind!r}; known: {', '.join(KINDS)}"
+        elif kind != "eager" and reference_kind != "torch":
+            skipped[kind] = (f"not applicable: the reference is a {reference_kind} kernel, which torch.compile leaves "
+                             "as it is (it would time the same kernel); the reference kernel is the baseline")
         elif kind != "eager" and not str(device).startswith("cuda") and not allow_cpu_compile:
             skipped[kind] = "skipped on CPU: torch.compile there needs a C++ toolchain and measures nothing about GPUs"
         else:
@@ -99,9 +108,14 @@ def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool) -> t
 def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | None, config: JudgeConfig,
                   device: str, allow_cpu_compile: bool = False) -> Baselines:
     """Baseline timings for the problem at these sizes on `device`; failures go to `.errors`."""
+    from ..problem.reference import scan_source
+
     overrides = dict(overrides or {})
-    kinds, errors = wanted_kinds(config, device, allow_cpu_compile)
-    result = Baselines(errors=dict(errors))
+    source = Path(problem_path).read_text(errors="replace")
+    reference = scan_source(source)
+    kinds, errors = wanted_kinds(config, device, allow_cpu_compile, reference.kind)
+    result = Baselines(errors=dict(errors), eager_label=reference.baseline_label(),
+                       work="forward+backward" if reference.backward else "forward")
     hits = []
     for kind in kinds:
         key = cache_key(problem_path, overrides, config, device, kind)
@@ -216,9 +230,11 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
 
     from .check import make_inputs
     from .gpulock import lock_for
+    from .grad import runner_for
 
     torch.backends.cuda.matmul.allow_tf32 = config.allow_tf32
     torch.backends.cudnn.allow_tf32 = config.allow_tf32
+    _install_build_cache(config)  # a reference that builds its own extension loads it from the cache
     problem = load_problem(problem_path, overrides, shrink=False)
     model = problem.make_model(config.seed, device=device)
     inputs = make_inputs(problem, config.seed, "given", device)
@@ -230,12 +246,24 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
         with torch.no_grad():
             return model(*inputs)
 
+    runner = runner_for(problem, device)
+    if runner is not None:  # the backward pass is part of the work: time forward + backward
+        call = runner.timed_call(model, inputs, config.seed)
     call()  # compiles (torch.compile) before the device is held: other workers may use it meanwhile
     with lock_for(device, config.cache_dir).exclusive():  # no other process's kernels in the timing
         stats, _ = measure(call, config, device)
-    if kind != "eager":
-        stats.note = (stats.note + "; " if stats.note else "") + f"torch.compile({_COMPILE_MODE[kind] or 'default'})"
+    notes = [stats.note] + ([f"torch.compile({_COMPILE_MODE[kind] or 'default'})"] if kind != "eager" else [])
+    stats.note = "; ".join(filter(None, notes + (["forward + backward"] if runner is not None else [])))
     return stats
+
+
+def _install_build_cache(config: JudgeConfig) -> None:
+    try:
+        from .compile import install_build_cache
+
+        install_build_cache(config.cache_dir)
+    except Exception:  # noqa: BLE001 - without the cache torch builds in its own folder
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:

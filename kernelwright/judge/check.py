@@ -48,6 +48,9 @@ class TrialCase:
     ref_outputs: list[torch.Tensor]
     fallback_from: str | None = None
     pinned: list[torch.Tensor] = field(default_factory=list)  # reference outputs kept alive on device
+    # inputs the reference writes in place: index -> their value after its call (see inplace.py)
+    ref_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
+    ref_grads: dict[str, torch.Tensor] = field(default_factory=dict)  # backward problems (see grad.py)
 
 
 @dataclass
@@ -124,8 +127,9 @@ def all_finite(tensors: list[torch.Tensor]) -> bool:
 
 
 def reference_case(problem, model, index: int, seed: int, variant: str, device: str, sync,
-                   keep_on_device: bool = False) -> tuple[TrialCase, bool]:
-    """Run the reference on one trial's inputs; also report whether it mutated its inputs.
+                   keep_on_device: bool = False) -> tuple[TrialCase, list[int]]:
+    """Run the reference on one trial's inputs; also report which inputs it mutated (their values
+    after the call are kept in `ref_inputs`: a candidate must write the same).
 
     A variant on which the reference itself is non-finite (while "given" is finite) lies outside
     the op's domain: the trial falls back to "given" and records which variant it replaced.
@@ -138,11 +142,14 @@ def reference_case(problem, model, index: int, seed: int, variant: str, device: 
         given, given_mutated, given_inputs = _run_reference(problem, model, seed, "given", device, sync)
         if all_finite(given):
             outs, mutated, inputs, fallback, variant = given, given_mutated, given_inputs, variant, "given"
-    if keep_on_device and str(device).startswith("cuda"):
+    on_device = keep_on_device and str(device).startswith("cuda")
+    if on_device:
         kept = [_unaliased(o, inputs) for o in outs]
     else:
         kept = [o.detach().to("cpu", copy=True) for o in outs]
-    return TrialCase(index, seed, variant, kept, fallback_from=fallback, pinned=outs), mutated
+    written = {i: inputs[i].detach().clone() if on_device else inputs[i].detach().to("cpu", copy=True)
+               for i in mutated}
+    return TrialCase(index, seed, variant, kept, fallback_from=fallback, pinned=outs, ref_inputs=written), mutated
 
 
 def _unaliased(out: torch.Tensor, inputs: list) -> torch.Tensor:
@@ -152,27 +159,28 @@ def _unaliased(out: torch.Tensor, inputs: list) -> torch.Tensor:
     return out.clone() if shares else out
 
 
-def _run_reference(problem, model, seed, variant, device, sync) -> tuple[list[torch.Tensor], bool, list]:
+def _run_reference(problem, model, seed, variant, device, sync) -> tuple[list[torch.Tensor], list[int], list]:
     inputs = make_inputs(problem, seed, variant, device)
     before = [fingerprint(x) for x in inputs]
     torch.manual_seed(seed)
     with torch.no_grad():
         outs = flatten_outputs(model(*inputs))
     sync()
-    mutated = any(fingerprint(x) != b for x, b in zip(inputs, before))
+    mutated = [i for i, (x, b) in enumerate(zip(inputs, before)) if fingerprint(x) != b]
     return [o.detach() for o in outs], mutated, inputs
 
 
 def reference_cases(problem, model, trials: int, seed: int, device: str, sync,
-                    device_budget_bytes: int = 0) -> tuple[list[TrialCase], TrialCase, bool]:
-    """All trials' reference outputs, plus one extra case used to refill input buffers in place.
+                    device_budget_bytes: int = 0) -> tuple[list[TrialCase], TrialCase, list[int]]:
+    """All trials' reference outputs, plus one extra case used to refill input buffers in place,
+    and the inputs the reference writes in place (in any trial).
 
     Outputs stay on the device while their total fits `device_budget_bytes` (comparing there
     needs no transfer); the rest are kept on the CPU.
     """
-    cases, mutates, kept_bytes = [], False, 0
+    cases, mutates, kept_bytes = [], set(), 0
 
-    def run(index: int, seed_: int, variant: str) -> tuple[TrialCase, bool]:
+    def run(index: int, seed_: int, variant: str) -> tuple[TrialCase, list[int]]:
         nonlocal kept_bytes
         case, mutated = reference_case(problem, model, index, seed_, variant, device, sync,
                                        keep_on_device=kept_bytes < device_budget_bytes)
@@ -187,11 +195,11 @@ def reference_cases(problem, model, trials: int, seed: int, device: str, sync,
         if i > 0:
             case.pinned = []  # only trial 0's outputs stay pinned on the device (see worker: fresh trial)
         cases.append(case)
-        mutates |= mutated
+        mutates.update(mutated)
     # same variant as trial 0 (which the candidate must already handle), other values
     refill, mutated = run(trials, seed + 1000, cases[0].variant)
     refill.pinned = []
-    return cases, refill, mutates | mutated
+    return cases, refill, sorted(mutates.union(mutated))
 
 
 def tensor_bytes(items) -> list[int]:

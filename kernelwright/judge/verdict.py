@@ -47,6 +47,7 @@ class TrialResult:
     nonfinite: bool = False
     message: str = ""
     fallback_from: str | None = None  # the variant asked for, when its reference was non-finite
+    grads: dict[str, dict[str, float | None]] = field(default_factory=dict)  # backward problems: errors per gradient
 
 
 @dataclass
@@ -78,6 +79,8 @@ class Baselines:
     compile_max_autotune: TimingStats | None = None
     cached: bool = False
     errors: dict[str, str] = field(default_factory=dict)
+    eager_label: str = "eager PyTorch"  # what "eager" times: the reference as written ("reference kernel (Triton)")
+    work: str = "forward"  # or "forward+backward" (problems whose backward pass is part of the work)
 
 
 @dataclass
@@ -130,6 +133,9 @@ class Verdict:
     process: ProcessInfo | None = None
     profile: dict[str, Any] | None = None  # kernelwright.profile ProfileReport.to_dict(), when asked for
     energy: dict[str, Any] | None = None  # joules per call (GPU), or {"available": False, "reason": ...}
+    # what the reference is made of (problem.reference.ReferenceInfo: torch ops or its own Triton/CUDA
+    # kernels, its launches, inputs it writes in place, backward), plus "build" for its own extension
+    reference: dict[str, Any] | None = None
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)

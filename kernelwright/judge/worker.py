@@ -102,7 +102,8 @@ class Session:
     candidate_source: str = ""
     cases: list = field(default_factory=list)
     refill: Any = None
-    ref_mutates: bool = False
+    ref_mutates: list[int] = field(default_factory=list)  # inputs the reference writes in place
+    backward: Any = None  # grad.GradRunner when the backward pass is part of the work
     ref_ops: dict[str, int] = field(default_factory=dict)
     snapshot: Any = None
     precision_before: dict = field(default_factory=dict)
@@ -186,7 +187,9 @@ def stage_load(s: Session) -> bool:
 
     from ..problem import ProblemError, load_problem
     from ..problem.ops import record_aten_ops
-    from . import check, guards
+    from ..problem.reference import TritonLaunchRecorder, describe_reference
+    from . import check, grad, guards
+    from . import reference as refside
 
     s.writer.stage(s.verdict, "load")
     with s.timer("setup"):
@@ -201,11 +204,16 @@ def stage_load(s: Session) -> bool:
         s.lock = device_lock(s)
         guards.set_full_precision(s.config.allow_tf32)
         shrink = s.config.shrink if s.config.shrink is not None else not s.device.startswith("cuda")
+        refusal = refside.cannot_run_here(_read(s.problem_path), s.device)
+        if refusal:
+            return s.stop(ERROR, f"cannot judge here: {refusal}")
+        builds = install_build_cache(s)  # the reference's own extensions build through the cache too
         try:
             s.problem = load_problem(s.problem_path, overrides=s.config.overrides, shrink=shrink)
         except ProblemError as exc:
-            return s.stop(ERROR, f"cannot load the problem: {exc}")
+            return s.stop(ERROR, f"cannot load the problem: {exc}{refside.build_note(builds)}")
         s.verdict.overrides, s.verdict.shrunk = dict(s.problem.overrides), s.problem.shrunk
+        s.backward = grad.runner_for(s.problem, s.device)
     sync = lambda: guards.synchronize(s.device)  # noqa: E731
     with s.on_device("shared"), s.timer("reference"):
         try:
@@ -214,10 +222,15 @@ def stage_load(s: Session) -> bool:
                 s.problem, reference, s.config.trials, s.config.seed, s.device, sync,
                 device_budget_bytes=reference_budget(s.device))
             inputs = check.make_inputs(s.problem, s.config.seed, s.cases[0].variant, s.device)
-            s.ref_ops = dict(record_aten_ops(reference, *inputs))
+            with TritonLaunchRecorder() as launches:
+                s.ref_ops = dict(record_aten_ops(reference, *inputs))
+            if s.backward is not None:  # the backward's ops are the reference's work too
+                s.ref_ops.update(s.backward.reference(reference, s.cases + [s.refill], sync))
         except Exception as exc:  # noqa: BLE001 - the problem's own code failed
             return s.stop(ERROR, describe_exception(exc, s.problem_path, "the reference Model (problem file)"))
         del reference, inputs
+    s.verdict.reference = refside.record(describe_reference(s.problem), launches.counts, s.ref_ops, s.ref_mutates,
+                                         refside.reference_build(builds))
     _record_precision(s, torch)
     return True
 
@@ -406,8 +419,8 @@ def call_candidate(s: Session, args: list, case, when: str = "during a trial", r
     guards.poison_allocator(s.device, guards.tensor_bytes(case.ref_outputs))
     torch.manual_seed(case.seed)
     try:
-        with recorder or contextlib.nullcontext(), torch.no_grad():
-            out = s.model(*args)
+        with recorder or contextlib.nullcontext(), torch.no_grad() if s.backward is None else contextlib.nullcontext():
+            out = s.model(*args) if s.backward is None else s.backward.forward(s.model, args, case.seed)
         guards.synchronize(s.device)
         return check.flatten_outputs(out), None
     except BaseException as exc:  # noqa: BLE001 - candidate code: anything becomes a verdict
@@ -418,7 +431,7 @@ def call_candidate(s: Session, args: list, case, when: str = "during a trial", r
 
 def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None, bool]:
     """One trial on freshly generated inputs in poisoned memory: (result, the input buffers, raised)."""
-    from . import check, guards
+    from . import check, grad, guards, inplace
 
     s.writer.progress(f"trial {case.index} {case.variant}")
     result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
@@ -437,8 +450,12 @@ def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None
     result.atol_scale = cmp.atol_scale
     s.verdict.precision.setdefault("candidate_dtypes", sorted({str(o.dtype).removeprefix("torch.") for o in outs}))
     mutated = [i for i, (a, b) in enumerate(zip(args, before)) if check.fingerprint(a) != b]
-    if mutated and not s.ref_mutates:
-        s.flag(guards.mutation_flag(mutated))
+    unexpected = inplace.unexpected_writes(mutated, s.ref_mutates)
+    if unexpected:
+        s.flag(guards.mutation_flag(unexpected))
+    inplace.merge_into(result, inplace.compare_written(args, case, s.config, s.device))
+    if s.backward is not None:
+        grad.merge_into(result, s.backward.compare(case, s.config))
     if cmp.poisoned and not cmp.ok:
         s.flag(guards.uninitialized_flag(cmp.poisoned))
     return result, args, False
@@ -448,6 +465,7 @@ def stage_check(s: Session) -> bool:
     """All trials; the output-cache guard reuses trial 0's buffers, the last trial records ops."""
     from ..problem.ops import OpRecorder
     from . import guards
+    from . import reference as refside
 
     s.writer.stage(s.verdict, "check")
     recorder = OpRecorder()
@@ -467,7 +485,9 @@ def stage_check(s: Session) -> bool:
                 s.verdict.ops = dict(recorder.counts)
             del args
     with s.timer("guards"):
-        s.flag(guards.torch_op_flag(guards.torch_op_hits(s.ref_ops, s.verdict.ops), s.config.torch_op_policy))
+        hits = set(guards.torch_op_hits(s.ref_ops, s.verdict.ops))
+        hits |= set(refside.torch_work_hits(s.verdict.reference, s.verdict.ops))  # a kernel reference's work
+        s.flag(guards.torch_op_flag(sorted(hits), s.config.torch_op_policy))
         s.flag(guards.dynamo_flag(s.dynamo_before, s.config.torch_op_policy, s.compile_tracker.calls,
                                   s.dynamo_patched))
     return True
@@ -533,6 +553,8 @@ def stage_time(s: Session) -> None:
         forward = lambda: s.model(*args)  # noqa: E731
         try:
             with s.on_device("exclusive"), torch.no_grad():
+                if s.backward is not None:  # forward + backward is the work
+                    forward = s.backward.timed_call(s.model, args, first.seed)
                 stats, flags = timing.measure(forward, s.config, s.device)
                 with s.timer("energy"):
                     s.verdict.energy = measure_energy(s, timing, forward)
@@ -542,6 +564,8 @@ def stage_time(s: Session) -> None:
         finally:
             after_call_guards(s, "while being timed")
     s.verdict.timing = stats
+    if s.backward is not None:
+        stats.note = "; ".join(filter(None, [stats.note, "forward + backward"]))
     for flag in flags:
         s.flag(flag)
     baselines_and_floor(s)

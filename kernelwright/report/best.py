@@ -76,6 +76,8 @@ def _speed_lines(verdict: dict[str, Any]) -> list[str]:
     lines = [f"timing:    median {_fmt_ms(timing.get('median_ms'))} over {timing.get('n')} runs "
              f"({timing.get('method')}{', L2 flushed' if timing.get('l2_flushed') else ''})"]
     for name, label in BASELINE_LABELS.items():
+        if name == "eager":  # the reference as written: eager PyTorch, or its own kernels
+            label = baselines.get("eager_label") or label
         if name in speedup:
             lines.append(f"speedup:   {fmt_speedup(speedup[name])} vs {label} "
                          f"({_fmt_ms(timing.get('median_ms'))} vs {_fmt_ms(_median(baselines.get(name)))})")

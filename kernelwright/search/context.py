@@ -67,6 +67,7 @@ class ContextBuilder:
             skills=self._skills(agent, bottleneck, plan_text, parent),
             plan=plan, analysis=parent.diagnosis if parent is not None else None,
             token_budget=self.settings.context_tokens,
+            extra={"reference": dict(self.problem.reference)} if self.problem.reference else {},
         )
 
     def _skills(self, agent: str, bottleneck: str | None, plan_text: str, parent: Node | None) -> list:

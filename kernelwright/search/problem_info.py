@@ -24,6 +24,9 @@ class ProblemInfo:
     op_kinds: list[str] = field(default_factory=list)
     gpu: str | None = None  # e.g. "sm_90"; None on CPU
     overrides: dict[str, Any] = field(default_factory=dict)
+    # what the reference is made of (problem.reference.ReferenceInfo as a dict): its own Triton/CUDA
+    # kernels or PyTorch ops, inputs it writes in place, whether the backward pass is part of the work
+    reference: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -47,25 +50,49 @@ def describe_problem(path: str | Path, backend: str = "triton",
     """Load the problem (shrunk when judged on a CPU) and describe it; ProblemError when broken.
 
     `device` is the judge's setting ("auto", "cuda", "cpu"): agents are told where their code runs.
+    A reference that is a kernel itself (Triton, CUDA) is not run here: its work is invisible to the
+    op recorder, and its kernels run in the judge's sandbox only (a CUDA one builds there).
     """
     import torch
 
     from kernelwright.problem import ProblemError, load_problem
-    from kernelwright.problem.ops import op_kinds, record_aten_ops
+    from kernelwright.problem.loader import read_source
+    from kernelwright.problem.reference import describe_reference, scan_source
 
     on_gpu = torch.cuda.is_available() and device != "cpu"
-    problem = load_problem(path, overrides=overrides, shrink=not on_gpu)
-    try:
-        model = problem.make_model(seed=0)
-        inputs = problem.make_inputs(seed=0)
-        kinds = sorted(op_kinds(record_aten_ops(model, *inputs)))
-    except Exception as exc:  # the op kinds only steer skills; the judge will report a broken reference
-        raise ProblemError(f"the reference could not run on its inputs: {type(exc).__name__}: {exc}",
-                           path=path) from None
+    _, source = read_source(path)
+    reference = scan_source(source)
+    if reference.kind == "cuda" and not on_gpu:
+        raise ProblemError("the reference is a CUDA C++ extension (load_inline): it needs a CUDA GPU, and candidates "
+                           "are judged on the CPU here", path=path)
+    name, kinds = Path(path).stem, []
+    if reference.kind != "cuda":  # loading a CUDA reference builds its extension: only the judge does that
+        problem = load_problem(path, overrides=overrides, shrink=not on_gpu)
+        name, source, reference = problem.name, problem.source, describe_reference(problem)
+        if reference.kind == "torch":
+            kinds, reference.mutated_inputs = _run_reference(problem, path)
     device, gpu = "cpu", None
     if on_gpu:
         major, minor = torch.cuda.get_device_capability()
         device, gpu = f"cuda: {torch.cuda.get_device_name()}", f"sm_{major}{minor}"
-    return ProblemInfo(name=problem.name, source=problem.source, path=str(Path(path).resolve()),
+    return ProblemInfo(name=name, source=source, path=str(Path(path).resolve()),
                        backend=backend, device=device, op_kinds=kinds, gpu=gpu,
-                       overrides=dict(overrides or {}))
+                       overrides=dict(overrides or {}), reference=reference.to_dict())
+
+
+def _run_reference(problem, path) -> tuple[list[str], list[int]]:
+    """(op kinds, inputs written in place) of one forward of a PyTorch reference on the CPU."""
+    from kernelwright.problem import ProblemError
+    from kernelwright.problem.ops import op_kinds, record_aten_ops
+
+    try:
+        model = problem.make_model(seed=0)
+        inputs = problem.make_inputs(seed=0)
+        before = [x.clone() if hasattr(x, "clone") else x for x in inputs]
+        kinds = sorted(op_kinds(record_aten_ops(model, *inputs)))
+    except Exception as exc:  # the op kinds only steer skills; the judge will report a broken reference
+        raise ProblemError(f"the reference could not run on its inputs: {type(exc).__name__}: {exc}",
+                           path=path) from None
+    written = [i for i, (a, b) in enumerate(zip(inputs, before, strict=True))
+               if hasattr(a, "equal") and not (a.shape == b.shape and a.equal(b))]
+    return kinds, written

@@ -112,15 +112,19 @@ def optimize_without_llm(
     config.overrides = {**config.overrides, **(overrides or {})}
     shrink = config.shrink if config.shrink is not None else not _has_gpu()
     name = Path(problem_path).stem
-    try:
-        problem = load_problem(problem_path, overrides=config.overrides, shrink=shrink)
-    except ProblemError as exc:
-        return AutopilotResult(name, False, f"cannot load the problem: {exc}")
     limits = limits or detect_limits()
-    try:
-        match = build_template(problem, allow_tf32=config.allow_tf32, limits=limits, seed=seed)
-    except NoTemplate as exc:
-        return AutopilotResult(name, False, _no_template_message(problem, exc))
+    match = _reference_match(problem_path, name)  # a reference that is a kernel: tune its own launches
+    if isinstance(match, str):
+        return AutopilotResult(name, False, match)
+    if match is None:
+        try:
+            problem = load_problem(problem_path, overrides=config.overrides, shrink=shrink)
+        except ProblemError as exc:
+            return AutopilotResult(name, False, f"cannot load the problem: {exc}")
+        try:
+            match = build_template(problem, allow_tf32=config.allow_tf32, limits=limits, seed=seed)
+        except NoTemplate as exc:
+            return AutopilotResult(name, False, _no_template_message(problem, exc))
     template = match.template
     folder = Path(workdir or tempfile.mkdtemp(prefix="kw-autopilot-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -164,6 +168,31 @@ def _summarize(name: str, match, template: Template, result: TuneResult, templat
     out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged, best "
                    f"{best.measurement.time_ms:.4g} ms{note}")
     return out
+
+
+def _reference_match(problem_path, name: str):
+    """For a reference that is a Triton or CUDA kernel, a template of its own launch configuration
+    (tune/from_reference.py; the problem is not run here: a CUDA reference builds in the judge's
+    sandbox only); a message when it offers nothing to tune; None for a PyTorch reference."""
+    from kernelwright.problem import ProblemError
+    from kernelwright.problem.loader import read_source
+    from kernelwright.problem.reference import reference_kind
+
+    from .from_reference import templatize_reference
+    from .library import NoTemplate
+
+    try:
+        _, source = read_source(problem_path)
+    except ProblemError as exc:
+        return f"cannot load the problem: {exc}"
+    kind = reference_kind(source)
+    if kind == "torch":
+        return None
+    try:
+        return templatize_reference(source, name)
+    except NoTemplate as exc:
+        return (f"{exc}. The reference is a {kind} kernel and the template library covers PyTorch references only: "
+                "give --llm to let the agents rewrite it.")
 
 
 def _no_template_message(problem, exc: Exception) -> str:
