@@ -26,7 +26,7 @@ from ..problem.reference import ReferenceInfo, scan_source
 def cannot_run_here(source: str, device: str) -> str | None:
     """Why this problem cannot be judged on `device`, or None."""
     info = scan_source(source)
-    if info.kind == "cuda" and not str(device).startswith("cuda"):
+    if info.device_code and not str(device).startswith("cuda"):
         kernels = f" ({', '.join(info.cuda_kernels)})" if info.cuda_kernels else ""
         return (f"the reference is a CUDA C++ extension built with load_inline{kernels}; it needs a CUDA GPU and "
                 f"this judgement runs on {device}: judge this problem on a GPU machine")

@@ -7,8 +7,8 @@ record shows little more than allocations; the judge, the baselines, the agents 
 must treat the reference's own kernels as the work a candidate has to beat.
 
 This module reads, without running anything:
-- `reference_kind(source)`: "cuda" (it builds a C++/CUDA extension), "triton" (it defines
-  Triton kernels) or "torch" (neither);
+- `reference_kind(source)`: "cuda" (it builds a C++/CUDA extension; `device_code` says whether
+  the extension has CUDA sources), "triton" (it defines Triton kernels) or "torch" (neither);
 - the kernels it defines (`scan_source`): Triton functions, extension names, `__global__`
   functions of its CUDA sources;
 - the problem's declarations about the work (`declared_work`): module-level `KW_BACKWARD = True`
@@ -41,6 +41,7 @@ class ReferenceInfo:
     triton_kernels: list[str] = field(default_factory=list)  # @triton.jit functions it defines
     extensions: list[str] = field(default_factory=list)  # load_inline / load extension names
     cuda_kernels: list[str] = field(default_factory=list)  # __global__ functions of its CUDA sources
+    device_code: bool = False  # its extension has CUDA sources (a C++-only extension runs on the CPU)
     backward: bool = False  # the backward pass is part of the work (gradients checked and timed)
     grad_inputs: list[int] | None = None  # inputs whose gradients count (None: every floating input)
     custom_grad_outputs: bool = False  # the problem defines get_grad_outputs()
@@ -134,11 +135,23 @@ def scan_source(source: str) -> ReferenceInfo:
             name = next((k.value for k in node.keywords if k.arg == "name"), None)
             label = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "extension"
             info.extensions.append(label)
+            info.device_code |= _builds_cuda(node)
     cuda_text = _LAUNCH_BOUNDS.sub(" ", "\n".join(s for s in _strings(tree) if "__global__" in s))
     info.cuda_kernels = sorted(set(_GLOBAL_FN.findall(cuda_text)))
+    info.device_code |= bool(info.cuda_kernels)
     info.kind = "cuda" if info.extensions else "triton" if info.triton_kernels else "torch"
     info.backward, info.custom_grad_outputs = _declared_backward(tree)
     return info
+
+
+def _builds_cuda(call: ast.Call) -> bool:
+    """An extension build call with CUDA sources (`cuda_sources=`, `with_cuda=True`, a .cu file)."""
+    for keyword in call.keywords:
+        if keyword.arg == "cuda_sources" and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+            return True
+        if keyword.arg == "with_cuda" and isinstance(keyword.value, ast.Constant) and keyword.value.value:
+            return True
+    return any(s.endswith((".cu", ".cuh")) for s in _strings(call))
 
 
 def _declared_backward(tree: ast.Module) -> tuple[bool, bool]:

@@ -62,7 +62,7 @@ def describe_problem(path: str | Path, backend: str = "triton",
     on_gpu = torch.cuda.is_available() and device != "cpu"
     _, source = read_source(path)
     reference = scan_source(source)
-    if reference.kind == "cuda" and not on_gpu:
+    if reference.device_code and not on_gpu:
         raise ProblemError("the reference is a CUDA C++ extension (load_inline): it needs a CUDA GPU, and candidates "
                            "are judged on the CPU here", path=path)
     name, kinds = Path(path).stem, []

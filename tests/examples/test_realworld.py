@@ -138,8 +138,15 @@ def test_silu_and_mul_matches_the_formula_and_its_gradient():
 
 @pytest.mark.gpu
 def test_paged_kv_gather_copies_every_sequence_token():
-    _, model, (cache, block_table, cu_seq_lens) = _load("paged_kv_gather", num_seqs=5, max_blocks_per_seq=6,
-                                                        block_size=16, num_kv_heads=2, head_size=64, num_blocks=64)
+    from kernelwright.judge.compile import install_build_cache, uninstall_build_cache
+
+    install_build_cache()  # the judge's cache: its workers then load this build instead of compiling again
+    try:
+        _, model, (cache, block_table, cu_seq_lens) = _load("paged_kv_gather", num_seqs=5, max_blocks_per_seq=6,
+                                                            block_size=16, num_kv_heads=2, head_size=64,
+                                                            num_blocks=64)
+    finally:
+        uninstall_build_cache()
     out = model(cache, block_table, cu_seq_lens)
     rows = []
     for s in range(block_table.shape[0]):

@@ -155,6 +155,8 @@ def test_torch_work_of_a_kernel_reference():
     ops = {"empty": 1, "zeros": 1, "fill_": 1, "silu": 1, "mul": 1, "index": 1, "sort": 1, "_to_copy": 1, "view": 2}
     assert torch_work_hits({"kind": "triton"}, ops) == ["index", "mul", "silu", "sort"]
     assert torch_work_hits({"kind": "torch"}, ops) == [] and torch_work_hits(None, ops) == []
-    source = "import torch.utils.cpp_extension as c\nm = c.load_inline(name='x', cpp_sources='', cuda_sources='')"
+    source = "import torch.utils.cpp_extension as c\nm = c.load_inline(name='x', cpp_sources='', cuda_sources=src)"
     assert "needs a CUDA GPU" in cannot_run_here(source, "cpu")
     assert cannot_run_here(source, "cuda") is None and cannot_run_here("import torch", "cpu") is None
+    cpp_only = source.replace("cuda_sources=src", "cuda_sources=''")  # a C++ extension runs on the CPU
+    assert cannot_run_here(cpp_only, "cpu") is None

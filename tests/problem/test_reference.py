@@ -103,3 +103,11 @@ def test_triton_launches_are_counted_and_the_patch_is_undone(tmp_path):
     assert launches.counts == {"twice_kernel": 2}
     assert type(twice_kernel).run is run_before
     assert torch.equal(y, 2 * x)
+
+
+def test_device_code_is_what_needs_a_gpu():
+    assert scan_source(CUDA_SOURCE).device_code
+    cpp_only = 'from torch.utils.cpp_extension import load_inline\next = load_inline(name="e", cpp_sources=src)\n'
+    info = scan_source(cpp_only)
+    assert info.kind == "cuda" and info.extensions == ["e"] and not info.device_code
+    assert scan_source(cpp_only.replace("cpp_sources=src", "sources=['k.cu']")).device_code

@@ -119,3 +119,33 @@ def test_tune_command_takes_the_reference(tmp_path):
                              "def get_init_inputs():\n    return []\n")
     refused = CliRunner().invoke(app, ["tune", "reference", "--problem", str(torch_problem), "--prune-only"])
     assert refused.exit_code == 2 and "PyTorch ops" in refused.output
+
+
+def test_optimize_without_an_llm_on_a_kernel_reference(tmp_path, monkeypatch):
+    from kernelwright.cli.app import app
+
+    monkeypatch.delenv("KERNELWRIGHT_LLM", raising=False)
+    monkeypatch.delenv("KERNELWRIGHT_LLM_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KW_TUNE_CACHE", str(tmp_path / "tune-cache"))
+    done = CliRunner().invoke(app, ["optimize", str(SUITE / "moe_topk_softmax.py"), "--quiet", "--max-evals", "1",
+                                    "--set", "num_tokens=6", "--set", "num_experts=16", "--set", "top_k=2",
+                                    "--set", "judge.trials=2", "--set", "judge.rep_ms=5", "--set", "judge.min_reps=2",
+                                    "--run-dir", str(tmp_path / "run")])
+    assert done.exit_code == 0, done.output
+    best = (tmp_path / "run" / "best_model_new.py").read_text()
+    assert "vs reference kernel (Triton)" in best and "vs torch.compile: n/a (not applicable" in best
+    assert "class ModelNew(Model)" in best
+
+
+def test_the_templatizer_agent_takes_the_reference_directly():
+    from kernelwright.agents import AgentContext, CandidateView, Templatizer
+
+    source = (SUITE / "moe_unpermute.py").read_text()
+    reference = CandidateView(id="reference", code=reference_candidate(source), status="reference", speedup=1.0)
+    user = Templatizer().render(AgentContext(problem_name="moe_unpermute", problem_source=source,
+                                             best=reference))[1].content
+    assert "class ModelNew(Model)" in user and "unpermute_bwd_kernel" in user and "KW_TUNE" in user
+    mechanical = templatize_reference(source, "moe_unpermute").template  # a valid answer to that prompt
+    parsed = Templatizer().parse(f"```python\n{mechanical.source}```")
+    assert parsed.defaults == mechanical.defaults and parsed.params == mechanical.params
