@@ -135,7 +135,7 @@ def _triton_sites(tree: ast.Module, offsets: list[int], kernels: set[str]) -> tu
             edits.append(_Edit(_offset(offsets, literal.lineno, literal.col_offset),
                                _offset(offsets, literal.end_lineno, literal.end_col_offset),
                                f'{PARAMS_NAME}["{param.name}"]'))
-        if "num_warps" not in names:
+        if "num_warps" not in names and None not in names:  # (a **kwargs launch may carry num_warps)
             param = _Param(group + "num_warps", TRITON_DEFAULT_WARPS, LAUNCH_OPTIONS["num_warps"], group)
             params.append(param)
             edits.append(_insertion(call, offsets, f'num_warps={PARAMS_NAME}["{param.name}"]'))

@@ -65,3 +65,14 @@ def test_problem_info_carries_the_reference_to_the_agents():
 def test_a_cuda_reference_cannot_be_optimized_on_a_cpu_machine():
     with pytest.raises(ProblemError, match="needs a CUDA GPU"):
         describe_problem(SUITE / "paged_kv_gather.py")
+
+
+def test_a_pytorch_reference_that_writes_its_input_is_described_so(tmp_path):
+    problem = tmp_path / "scale_in_place.py"
+    problem.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x, y):\n"
+                       "        return x.mul_(2.0) + y\ndef get_inputs():\n    return [torch.randn(8), torch.randn(8)]\n"
+                       "def get_init_inputs():\n    return []\n")
+    info = describe_problem(problem)
+    assert info.reference["kind"] == "torch" and info.reference["mutated_inputs"] == [0]
+    assert "elementwise" in info.op_kinds
+    assert "writes its results into its inputs 0" in _system(info.source, info.reference)
