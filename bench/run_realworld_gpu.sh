@@ -2,14 +2,13 @@
 # GPU evidence for the real-world suite (examples/realworld, docs/reference_kernels.md), one device call:
 #
 #   bash bench/run_realworld_gpu.sh          # both parts, in this order
-#   bash bench/run_realworld_gpu.sh suite    # only one part: pytest | suite
+#   bash bench/run_realworld_gpu.sh pytest   # only one part: suite | pytest
 #
-#   pytest  150 s  every reference against its plain-PyTorch formula on the GPU (the CUDA one included: its
-#                  build lands in the judge's cache, which the suite part then reuses), and the judge on
-#                  kernel references end to end: backward, in place, the CUDA build as the baseline
-#                  (tests/examples/test_realworld.py, tests/judge/test_reference_kernels.py)
 #   suite   210 s  bench/realworld_gpu.py: reference-kernel baselines, each reference judged as its own
 #                  candidate, the no-LLM autopilot on its templatized launch configuration (4 instances each)
+#   pytest  150 s  every reference against its plain-PyTorch formula on the GPU (the CUDA one included), and
+#                  the judge on kernel references end to end: backward, in place, the CUDA build as the baseline
+#                  (tests/examples/test_realworld.py, tests/judge/test_reference_kernels.py)
 # Worst case 360 s plus 5 s of kill grace per part. Results under $OUT: realworld_run.log,
 # realworld_gpu.json, realworld_gpu.md (the table for docs/benchmarks.md), realworld_pytest.txt.
 set -u
@@ -18,7 +17,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export OUT="${OUT:-/tmp/kernelwright_bench_out}"
 mkdir -p "$OUT"
 LOG="$OUT/realworld_run.log"
-PARTS="${*:-pytest suite}"
+PARTS="${*:-suite pytest}"
 
 part() {  # part NAME LIMIT_S COMMAND...
     local name=$1 limit=$2 started
@@ -35,7 +34,7 @@ for name in $PARTS; do
         pytest) part pytest 150 bash -c "python -m pytest -q -p no:cacheprovider tests/examples/test_realworld.py \
                     tests/judge/test_reference_kernels.py 2>&1 | tee $OUT/realworld_pytest.txt | tail -n 25" ;;
         suite) part suite 210 python bench/realworld_gpu.py --max-evals 4 --workers 4 --budget-s 150 ;;
-        *) echo "unknown part $name (pytest | suite)"; exit 2 ;;
+        *) echo "unknown part $name (suite | pytest)"; exit 2 ;;
     esac
 done
 tail -n 20 "$OUT/realworld_gpu.md" 2>/dev/null
