@@ -24,6 +24,7 @@ class ProblemInfo:
     op_kinds: list[str] = field(default_factory=list)
     gpu: str | None = None  # e.g. "sm_90"; None on CPU
     overrides: dict[str, Any] = field(default_factory=dict)
+    rules: str = "kernelbench"  # the rule set candidates are judged by (kernelwright.rules): agents are told
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

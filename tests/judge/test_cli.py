@@ -45,8 +45,8 @@ def test_usage_errors_exit_with_2(tmp_path):
     assert missing.exit_code == 2
     bad_set = runner.invoke(app, ["judge", "a.py", "b.py", "--set", "no-equals-sign"])
     assert bad_set.exit_code == 2
-    bad_policy = runner.invoke(app, ["judge", "a.py", "b.py", "--torch-ops", "maybe"])
-    assert bad_policy.exit_code == 2
+    bad_rules = runner.invoke(app, ["judge", "a.py", "b.py", "--rules", "maybe"])
+    assert bad_rules.exit_code == 2 and "kernelbench" in bad_rules.output
     nothing = runner.invoke(app, ["judge"])
     assert nothing.exit_code == 2
     broken = tmp_path / "broken_problem.py"  # hand-written: no Model, no get_inputs
