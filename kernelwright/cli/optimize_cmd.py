@@ -104,7 +104,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     backend = backend or section.pop("backend", "triton")
     eval_mode = eval_mode or section.pop("eval", None)
     eval_workers = eval_workers or int(section.pop("eval_workers", 1))
-    rules = rules or section.pop("rules", None)  # --rules, else [optimize] rules, else [judge] rules
+    file_rules = section.pop("rules", None)
+    rules = rules or file_rules  # --rules, else [optimize] rules, else [judge] rules
     if backend not in ("triton", "cuda"):
         raise UsageError(f"--backend must be triton or cuda, not {backend!r}")
     if eval_mode not in (None, "local", "batch"):
