@@ -154,14 +154,15 @@ def python_work_flag(work: WorkRecord, names=()) -> Flag | None:
 
 
 def extension_work_flag(work: WorkRecord, aten_symbols: Counter) -> Flag | None:
-    referenced = {op: n for op, n in aten_symbols.items() if op not in work.extension}
-    if not work.extension and not referenced:
+    """ATen compute recorded inside the extension's calls, or referenced by its library (calls the
+    dispatcher record cannot show, e.g. inside a compiled custom op)."""
+    if not work.extension and not aten_symbols:
         return None
     parts = []
     if work.extension:
         parts.append(f"recorded in its calls: {_show(work.extension)}")
-    if referenced:
-        parts.append(f"referenced by its library: {', '.join(f'at::{op}' for op in sorted(referenced))}")
+    if aten_symbols:
+        parts.append(f"referenced by its library: {', '.join(f'at::{op}' for op in sorted(aten_symbols))}")
     return _flag("extension_torch_ops", f"the candidate's extension calls ATen compute ({'; '.join(parts)}); under the "
                  f"{work.rules} rules every compute op runs in a kernel you wrote")
 
