@@ -447,18 +447,18 @@ def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None
 
 
 def stage_check(s: Session) -> bool:
-    """All trials; the output-cache guard reuses trial 0's buffers, the last trial records ops."""
+    """All trials; the output-cache guard reuses trial 0's buffers. The first and the last trial run
+    under the op recorder (a CUDA graph captured in the first call replays invisibly later), and the
+    candidate's own launches are counted over every call of the stage."""
     from ..problem.ops import OpRecorder
     from . import check, guards
 
     s.writer.stage(s.verdict, "check")
-    recorder = OpRecorder(origin=s.own.origin)
+    recorders = {id(case): OpRecorder(origin=s.own.origin) for case in (s.cases[0], s.cases[-1])}
+    s.own.reset()  # launches while ModelNew was built do not count
     with s.on_device("shared"), s.timer("check"):
         for case in s.cases:
-            last = case is s.cases[-1]
-            if last:
-                s.own.reset()  # the recorded trial counts its own launches
-            result, args, raised = run_trial(s, case, recorder if last else None)
+            result, args, raised = run_trial(s, case, recorders.get(id(case)))
             case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
             s.verdict.trials.append(result)
             s.writer.write(s.verdict, complete=False)
@@ -467,23 +467,36 @@ def stage_check(s: Session) -> bool:
             if case is s.cases[0] and result.ok:
                 with s.timer("guards"):
                     guard_output_cache(s, args)
-            if last:
-                s.verdict.ops = dict(recorder.counts)
             del args
+    buckets = merged_buckets([r.buckets for r in recorders.values()])
+    s.verdict.ops = dict(buckets.get("python", {}))
     s.verdict.precision["margin"] = check.margin(s.verdict.trials)
     with s.timer("guards"):
-        judge_work(s, recorder)
+        judge_work(s, buckets)
         s.flag(guards.dynamo_flag(s.dynamo_before, s.compile_tracker.calls, s.dynamo_patched))
     s.own.uninstall()  # the timer measures the candidate without the counting wrappers
     return True
 
 
-def judge_work(s: Session, recorder) -> None:
+def merged_buckets(recorded: list[dict]) -> dict:
+    """Per bucket and op, the larger count of the recorded calls (each records one forward)."""
+    from collections import Counter
+
+    merged: dict = {}
+    for buckets in recorded:
+        for bucket, counts in buckets.items():
+            mine = merged.setdefault(bucket, Counter())
+            for name, count in counts.items():
+                mine[name] = max(mine[name], count)
+    return merged
+
+
+def judge_work(s: Session, buckets: dict) -> None:
     """The rule set's checks on whose code did the work (judge/work.py)."""
     from ..rules import get
     from . import work
 
-    record, flags = work.evaluate(get(s.config.rules), s.ref_ops, recorder.buckets, s.own.launches(),
+    record, flags = work.evaluate(get(s.config.rules), s.ref_ops, buckets, s.own.launches(),
                                   extension_libraries(s), s.candidate_source)
     s.verdict.work = record
     for flag in flags:

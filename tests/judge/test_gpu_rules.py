@@ -72,7 +72,7 @@ def test_rule_set_decides_as_stated(verdicts, case):
 def test_cudnn_conv_with_an_own_epilogue_replaces_the_elementwise_work(verdicts):
     work = verdicts[("conv_torch_epilogue", "kernelbench")].work
     assert work.reference == {"conv": 1, "elementwise": 2} and work.torch == {"conv": 1}
-    assert work.launches["triton"] == {"relu_bias_kernel": 1}
+    assert set(work.launches["triton"]) == {"relu_bias_kernel"}
 
 
 def test_extension_calls_are_attributed_and_their_libraries_read(verdicts):

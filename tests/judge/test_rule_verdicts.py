@@ -53,7 +53,7 @@ def test_rule_set_decides_as_stated(verdicts, case):
 def test_the_record_says_what_was_replaced(verdicts):
     kept = verdicts[("conv_torch_epilogue", "kernelbench")].work
     assert kept.reference == {"conv": 1, "elementwise": 2} and kept.torch == {"conv": 1}
-    assert kept.replaced == {"elementwise": 2} and kept.launches["triton"] == {"relu_bias_kernel": 1}
+    assert kept.replaced == {"elementwise": 2} and set(kept.launches["triton"]) == {"relu_bias_kernel"}
     own = verdicts[("conv_triton_direct", "strict")].work
     assert own.torch == {} and own.replaced == {"conv": 1, "elementwise": 2}
 
