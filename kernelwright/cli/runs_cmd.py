@@ -110,7 +110,7 @@ def rejudge_run(
     folder: str = typer.Option("kw-runs", "--dir", help="workspace folder (to find a run by id)"),
     no_time: bool = typer.Option(False, "--no-time", help="correctness and rules only: no timing, no baselines"),
     workers: int = typer.Option(1, "--eval-workers", help="judge processes at once without a GPU"),
-    candidate: list[str] = typer.Option([], "--candidate", help="only this candidate; repeatable"),
+    candidates: Optional[str] = typer.Option(None, "--candidates", help="only these candidate ids (comma-separated)"),
 ) -> None:
     """Judge a run's correct candidates again under another rule set; verdicts are stored per rule set."""
     from kernelwright.report.tables import rules_table
@@ -123,7 +123,8 @@ def rejudge_run(
         get(rules)
         store, info = open_run(run, folder)
         store.close()
-        outcome = rejudge(RejudgeOptions(str(store.path), rules, eval_mode, workers, not no_time, candidate),
+        outcome = rejudge(RejudgeOptions(str(store.path), rules, eval_mode, workers, not no_time,
+                                         [c.strip() for c in (candidates or "").split(",") if c.strip()]),
                           log=lambda line: console.print(escape(line)))
     except UnknownRuleSet as exc:
         console.print(f"[red]{escape(str(exc))}[/]")

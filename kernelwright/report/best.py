@@ -68,7 +68,7 @@ def evidence_lines(run: dict[str, Any], candidate: dict[str, Any], verdict: dict
 def _rules(verdict: dict[str, Any]) -> str:
     from kernelwright.rules import header_line
 
-    name = verdict.get("rules")
+    name = verdict.get("rules") or (verdict.get("config") or {}).get("rules")
     if not name:
         policy = (verdict.get("config") or {}).get("torch_op_policy", "reject")
         return f"{'strict' if policy == 'reject' else 'kernelbench'} (judged before rule sets: torch_op_policy {policy})"

@@ -69,9 +69,10 @@ CREATE INDEX events_run ON events (run_id, id);
 def verdict_rules(verdict: dict[str, Any]) -> str:
     """The rule set a stored verdict was judged by; verdicts from before rule sets carry the judge's
     `torch_op_policy` ("reject" was what is now the strict rule set)."""
-    if verdict.get("rules"):
-        return str(verdict["rules"])
-    policy = (verdict.get("config") or {}).get("torch_op_policy", "reject")
+    config = verdict.get("config") or {}
+    if verdict.get("rules") or config.get("rules"):
+        return str(verdict.get("rules") or config["rules"])
+    policy = config.get("torch_op_policy", "reject")
     return "strict" if policy == "reject" else "kernelbench"
 
 
@@ -85,7 +86,7 @@ def _migrate_v2(conn: sqlite3.Connection) -> None:
     cursor = conn.execute("SELECT * FROM verdicts")
     columns = [d[0] for d in cursor.description]
     for row in cursor.fetchall():
-        data = dict(zip(columns, row))
+        data = dict(zip(columns, row, strict=True))
         rules = verdict_rules(json.loads(data["json"]))
         conn.execute("INSERT INTO verdicts_v2 (run_id, candidate_id, rules, status, stage, speedup_eager,"
                      " speedup_compile, median_ms, device, json, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",

@@ -57,7 +57,7 @@ def verdicts():
                              compile_timeout_s=400.0)
         jobs.append(JudgeJob(problem, CANDIDATES / f"{name}.py", config, name=f"{name}/{rules}"))
     with JudgePool(per_gpu=6) as pool:
-        return dict(zip(CASES, pool.judge_many(jobs)))
+        return dict(zip(CASES, pool.judge_many(jobs), strict=True))
 
 
 @pytest.mark.parametrize("case", list(CASES), ids=lambda c: f"{c[0]}-{c[1]}")

@@ -37,7 +37,7 @@ def verdicts(tmp_path_factory):
     jobs = [JudgeJob(PROBLEM, CANDIDATES / f"{name}.py", JudgeConfig(time=False, trials=2, rules=rules, cache_dir=cache),
                      name=f"{name}/{rules}") for name, rules in EXPECTED]
     with JudgePool(cpu_workers=2) as pool:
-        return dict(zip(EXPECTED, pool.judge_many(jobs)))
+        return dict(zip(EXPECTED, pool.judge_many(jobs), strict=True))
 
 
 @pytest.mark.parametrize("case", list(EXPECTED), ids=lambda c: f"{c[0]}-{c[1]}")

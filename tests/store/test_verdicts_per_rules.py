@@ -59,3 +59,5 @@ def test_verdict_rules_of_old_and_new_verdicts():
     assert verdict_rules(_verdict(None, policy="reject")) == "strict"
     assert verdict_rules(_verdict(None, policy="warn")) == "kernelbench"
     assert verdict_rules(_verdict(None)) == "strict"  # no policy stored: the old default, reject
+    answered_early = {**_verdict(None), "config": {"rules": "library"}}  # a verdict made without a worker
+    assert verdict_rules(answered_early) == "library"

@@ -1,7 +1,6 @@
 """Hand-written test candidate (rule sets, GPU): the product through a C++ extension that calls
 at::matmul, bias and ReLU fused in a Triton kernel. kernelbench and library: pass (the extension's
 matmul counts as torch work, the epilogue is replaced); strict: ATen compute from C++ is rejected."""
-import torch
 import torch.nn as nn
 import triton
 import triton.language as tl

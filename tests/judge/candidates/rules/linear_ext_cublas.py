@@ -2,7 +2,6 @@
 cublasSgemm directly (its own handle, on torch's current stream), bias and ReLU fused in a Triton
 kernel. kernelbench and library: pass (a vendor call from C++ is the candidate's code); strict: the
 extension links cuBLAS and calls cublasSgemm_v2, rejected."""
-import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
