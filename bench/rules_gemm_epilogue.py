@@ -66,9 +66,12 @@ def row(variant: str, rules: str, verdict) -> dict:
 
 def markdown(record: dict) -> str:
     env = record["environment"]
-    lines = [f"Problem `{record['problem']}` at KernelBench's sizes; {env.get('gpu', record['args']['device'])}, "
+    first = record["verdicts"][0] if record["verdicts"] else {}
+    sizes = ("KernelBench's sizes" if not first.get("shrunk") else
+             "sizes shrunk for the CPU (" + ", ".join(f"{k}={v}" for k, v in (first.get("overrides") or {}).items()) + ")")
+    lines = [f"Problem `{record['problem']}` at {sizes}; {env.get('gpu', record['args']['device'])}, "
              f"torch {env.get('torch')}, triton {env.get('triton')}; eager and torch.compile (default mode) "
-             "baselines with TF32 off; median of the judge's CUDA-event timing (L2 flushed).", "",
+             "baselines with TF32 off; median of the judge's timing (CUDA events, L2 flushed, on a GPU).", "",
              "| candidate | rule set | status | median ms | eager ms | compile ms | x eager | x compile | "
              "% of floor | margin (worst) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in record["rows"]:
