@@ -5,12 +5,12 @@
 #   bash bench/run_rules_evidence.sh PART ...   # only some: pytest gemm adversarial
 #
 # Each part runs under its own time limit (seconds), so one slow part cannot starve the rest:
-#   pytest       90  tests/judge/test_gpu_rules.py: cuDNN conv + Triton epilogue, all-torch + copy kernel,
+#   pytest      110  tests/judge/test_gpu_rules.py: cuDNN conv + Triton epilogue, all-torch + copy kernel,
 #                    extensions calling at::matmul / cuBLAS, 3xTF32 vs TF32 GEMMs, under each rule set
-#   gemm         90  bench/rules_gemm_epilogue.py: level-2 GEMM + epilogue (95_Matmul_Add_Swish_Tanh_GELU_Hardtanh),
+#   gemm         80  bench/rules_gemm_epilogue.py: level-2 GEMM + epilogue (95_Matmul_Add_Swish_Tanh_GELU_Hardtanh),
 #                    cuBLAS + fused Triton epilogue (kernelbench) and 3xTF32 Triton GEMM + epilogue (strict)
 #                    against eager and torch.compile at full size
-#   adversarial  60  bench/candidates/adversarial under kernelbench, library, strict (kernelbench first)
+#   adversarial  50  bench/candidates/adversarial under kernelbench, library, strict (kernelbench first)
 # Results under $OUT: rules_all.log, rules_gemm_epilogue.{json,md}, evidence_rules_adversarial.{json,txt}.
 # KernelBench problems: shared/kernelbench in the repository (git-ignored) or $KW_KERNELBENCH.
 set -u
@@ -37,12 +37,12 @@ part() {  # part NAME LIMIT_S COMMAND...: run COMMAND under LIMIT_S, everything 
 run_part() {
     case "$1" in
         pytest)
-            part pytest 90 python -m pytest -q -s -m gpu tests/judge/test_gpu_rules.py -p no:cacheprovider ;;
+            part pytest 110 python -m pytest -q -s -m gpu tests/judge/test_gpu_rules.py -p no:cacheprovider ;;
         gemm)
-            part gemm 90 python bench/rules_gemm_epilogue.py --budget-s 84 ;;
+            part gemm 80 python bench/rules_gemm_epilogue.py --budget-s 74 ;;
         adversarial)
-            part adversarial 60 python bench/judge_gpu_evidence.py --set adversarial --baselines "" \
-                --rules kernelbench,library,strict --per-gpu 8 --budget-s 54 --name evidence_rules_adversarial ;;
+            part adversarial 50 python bench/judge_gpu_evidence.py --set adversarial --baselines "" \
+                --rules kernelbench,library,strict --per-gpu 8 --budget-s 45 --name evidence_rules_adversarial ;;
         *)
             echo "unknown part '$1' (pytest gemm adversarial)" >&2 ;;
     esac
