@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/judge_gpu_evidence.py [--set correct|adversarial|all] [--only a,b]
         [--sizes bench|full] [--baselines eager,compile_default] [--budget-s 540] [--per-gpu 4]
-        [--compile-workers 16] [--name evidence]
+        [--compile-workers 16] [--name evidence] [--rules kernelbench,library,strict]
 
 Correct candidates (`<problem>__cuda.py`, `<problem>__triton.py`) should pass, with timings,
 speedups over torch eager / torch.compile and their percentage of the speed-of-light floor.
@@ -12,7 +12,8 @@ in parallel with CUDA hidden, then up to --per-gpu sandboxed evaluations at once
 turns for timing (the device lock). A CUDA verdict with `compile.cached` true shows the evaluation
 found the precompiled build. After --budget-s the script stops waiting, lists what did not finish
 and exits (its workers die with it). Writes $OUT/<name>.json (verdicts with stage times,
-environment, peaks) after every verdict.
+environment, peaks) after every verdict. With several `--rules`, every candidate is judged under each
+rule set (in the order given, so the first set's verdicts come first when the budget is short).
 """
 from __future__ import annotations
 
@@ -40,13 +41,14 @@ def parse_args():
     parser.add_argument("--only", default="", help="comma-separated substrings of candidate names (any)")
     parser.add_argument("--name", default="judge_evidence", help="output file stem under $OUT")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (sizes shrunk)")
+    parser.add_argument("--rules", default="kernelbench", help="comma-separated rule sets; each candidate under each")
     return parser.parse_args()
 
 
-def make_config(candidate: Candidate, args, cache_dir: Path):
+def make_config(candidate: Candidate, args, cache_dir: Path, rules: str = "kernelbench"):
     from kernelwright.judge import JudgeConfig
 
-    config = JudgeConfig(device=args.device, overrides=overrides_for(candidate.problem, args.sizes),
+    config = JudgeConfig(device=args.device, overrides=overrides_for(candidate.problem, args.sizes), rules=rules,
                          baselines=tuple(b for b in args.baselines.split(",") if b), cache_dir=str(cache_dir),
                          timeout_s=180.0, compile_timeout_s=400.0)
     if args.trials:
@@ -65,7 +67,7 @@ def verdict_row(candidate: Candidate, verdict) -> list[str]:
     built = "-" if not extension else ("hit" if verdict.compile.cached else f"{verdict.compile.seconds:.0f}s")
     energy = (verdict.energy or {}).get("joules_per_call")
     return [candidate.problem.stem[:34], candidate.label[-34:] if candidate.backend == "adversarial" else candidate.backend,
-            verdict.status, caught, flag_summary(verdict)[:60], fmt(timing.median_ms if timing else None, ".4f"),
+            verdict.rules or "-", verdict.status, caught, flag_summary(verdict)[:60], fmt(timing.median_ms if timing else None, ".4f"),
             fmt(verdict.speedup.get("eager"), ".2f"), fmt(verdict.speedup.get("compile_default"), ".2f"),
             fmt(verdict.floor.pct_of_floor if verdict.floor else None, ".1f"), fmt(energy * 1e3 if energy else None, ".3f"),
             built, f"{verdict.process.wall_s:.0f}" if verdict.process else "-", stage_summary(verdict)]
@@ -77,7 +79,7 @@ def stage_summary(verdict) -> str:
     return " ".join(f"{k}={v:.0f}" for v, k in big[:5]) or "-"
 
 
-HEADER = ["problem", "backend", "status", "adversarial", "flags", "median ms", "x eager", "x compile",
+HEADER = ["problem", "backend", "rules", "status", "adversarial", "flags", "median ms", "x eager", "x compile",
           "% floor", "mJ/call", "build", "wall s", "stages >= 1 s"]
 
 
@@ -107,19 +109,21 @@ def main() -> int:
         torch.cuda.empty_cache()
     pool = JudgePool(compile_workers=args.compile_workers, per_gpu=args.per_gpu,
                      gpus=[] if args.device == "cpu" else None, cpu_workers=2)
-    futures = {pool.submit(c.problem, c.path, make_config(c, args, cache_dir), name=c.label): c for c in candidates}
+    rule_sets = [r.strip() for r in args.rules.split(",") if r.strip()]
+    futures = {pool.submit(c.problem, c.path, make_config(c, args, cache_dir, rules), name=f"{c.label}@{rules}"):
+               (c, rules) for rules in rule_sets for c in candidates}
     rows = []
     try:
         for future in as_completed(futures, timeout=max(1.0, args.budget_s - (time.perf_counter() - started))):
-            candidate, verdict = futures[future], future.result()
+            (candidate, _), verdict = futures[future], future.result()
             rows.append(verdict_row(candidate, verdict))
-            record["verdicts"].append({"candidate": candidate.label, "backend": candidate.backend,
+            record["verdicts"].append({"candidate": candidate.label, "backend": candidate.backend, "rules": verdict.rules,
                                        "expect_pass": candidate.expect_pass, "expect_flags": candidate.expect_flags,
                                        "verdict": verdict.to_dict()})
             print(" | ".join(rows[-1]), flush=True)
             write_json(out / f"{args.name}.json", record)  # after each verdict: a timeout keeps what was done
     except FutureTimeout:
-        record["skipped"] = sorted(c.label for f, c in futures.items() if not f.done())
+        record["skipped"] = sorted(f"{c.label}@{rules}" for f, (c, rules) in futures.items() if not f.done())
     record["wall_s"] = round(time.perf_counter() - started, 1)
     print(f"\n=== {args.name} ===")
     table = print_table(rows, HEADER)
@@ -139,6 +143,11 @@ def summarize(record: dict) -> str:
     hits = sum(bool(v["verdict"]["compile"].get("cached")) for v in cuda)
     lines = [f"correct candidates passing: {passed}/{len(correct)}; adversarial caught: {caught}/{len(adversarial)}; "
              f"CUDA builds found precompiled: {hits}/{len(cuda)}; wall {record.get('wall_s')} s"]
+    for rules in sorted({v.get("rules") or "" for v in adversarial}):
+        mine = [v for v in adversarial if (v.get("rules") or "") == rules]
+        missed = [v["candidate"] for v in mine if v["verdict"]["status"] == "pass"]
+        lines.append(f"adversarial under {rules or '?'}: caught {len(mine) - len(missed)}/{len(mine)}"
+                     + (f"; MISSED: {', '.join(missed)}" if missed else ""))
     if record["skipped"]:
         lines.append(f"not finished within the budget: {', '.join(record['skipped'])}")
     peaks = record.get("peaks")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kernelwright.llm.types import CompletionRequest, Message
+from kernelwright.rules import prompt_markdown
 
 from . import templates
 from .context import ContextReport, Section, estimate_tokens, fit_sections
@@ -59,7 +60,8 @@ class Agent:
             if self.show_example else ""
         return {"ctx": ctx, "agent": self.name, "agent_title": self.title, "backend": ctx.backend,
                 "device": ctx.device or "unknown", "example": example, "role_template": self.role_template,
-                "format_template": self.format_template}
+                "format_template": self.format_template, "rules": ctx.rules,
+                "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or ""))}
 
     def render(self, ctx: AgentContext) -> list[Message]:
         return self.assemble(ctx)[0]

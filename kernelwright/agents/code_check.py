@@ -1,8 +1,8 @@
 """Cheap static checks of a candidate module before it costs a judge run.
 
 Errors make an answer unusable (no ModelNew, no kernel for the backend); warnings point at things
-the judge will probably reject (a PyTorch compute op inside forward, a side stream, an in-place
-write to an input). The checks read the AST only: they are hints for the model, while the judge's
+the judge may reject (a PyTorch compute op inside forward, which the rule sets count as torch
+work, a side stream, an in-place write to an input). The checks read the AST only: they are hints for the model, while the judge's
 dispatch-level op recording stays the authority.
 """
 from __future__ import annotations
@@ -150,8 +150,8 @@ def _forward_issue(node: ast.AST, aliases: dict[str, str], layers: set[str], par
     qualified = _qualified(node.func, aliases).split(".")
     parts = written.split(".")
     if len(qualified) >= 2 and qualified[0] == "torch" and qualified[-1] in _TORCH_COMPUTE:
-        return (f"line {node.lineno}: `{written}(...)` in forward is a PyTorch compute op that the judge "
-                "rejects; compute it in your kernel")
+        return (f"line {node.lineno}: `{written}(...)` in forward is a PyTorch compute op: the judge counts it "
+                "as torch work (some rule sets reject any; all reject a forward that hands back all of it)")
     if len(parts) == 2 and parts[0] == "self" and parts[1] in layers:
         return (f"line {node.lineno}: `{written}(...)` runs an nn layer in forward; pass its parameters "
                 f"(`{written}.weight`, `{written}.bias`) to your own kernel instead")

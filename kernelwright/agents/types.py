@@ -104,6 +104,7 @@ class AgentContext:
     analysis: str | None = None
     token_budget: int = 12000
     extra: dict[str, Any] = field(default_factory=dict)
+    rules: str = "kernelbench"  # the rule set the judge applies (kernelwright.rules); the system prompt states it
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

@@ -36,21 +36,26 @@ def parse_overrides(settings: list[str]) -> dict:
 
 
 def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
-                 torch_ops: Optional[str], device: str):
+                 rules: Optional[str], device: str):
     from kernelwright.judge import JudgeConfig
+    from kernelwright.rules import UnknownRuleSet, get
 
-    config = JudgeConfig(overrides=parse_overrides(settings), device=device)
+    try:
+        rule_set = get(rules).name
+    except UnknownRuleSet as exc:
+        raise typer.BadParameter(str(exc), param_hint="--rules") from None
+    config = JudgeConfig(overrides=parse_overrides(settings), device=device, rules=rule_set)
     if trials is not None:
         config.trials = trials
     if timeout is not None:
         config.timeout_s = timeout
     if no_time:
         config.time = False
-    if torch_ops is not None:
-        if torch_ops not in ("reject", "warn", "allow"):
-            raise typer.BadParameter("must be reject, warn or allow", param_hint="--torch-ops")
-        config.torch_op_policy = torch_ops
     return config
+
+
+RULES_HELP = "rule set: kernelbench (default; torch may keep part of the work), library (no torch compute in " \
+             "forward's Python; C++ may call cuBLAS/cuDNN/ATen) or strict (every compute op in your own kernels)"
 
 
 def judge_command(
@@ -61,12 +66,12 @@ def judge_command(
     trials: Optional[int] = typer.Option(None, "--trials", min=1, help="correctness trials"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds allowed per check/time stage"),
     no_time: bool = typer.Option(False, "--no-time", help="check correctness only"),
-    torch_ops: Optional[str] = typer.Option(None, "--torch-ops", help="reject|warn|allow the reference's torch ops"),
+    rules: Optional[str] = typer.Option(None, "--rules", help=RULES_HELP),
     batch: Optional[Path] = typer.Option(None, "--batch", help="judge every pending request in this folder"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
-    config = build_config(settings, trials, timeout, no_time, torch_ops, device)
+    config = build_config(settings, trials, timeout, no_time, rules, device)
     if batch is not None:
         raise typer.Exit(run_batch_folder(batch, config))
     if problem is None or candidate is None:
@@ -118,11 +123,18 @@ def verdict_table(verdict) -> Table:
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     table.add_row("status", f"[{colour}]{verdict.status}[/] (stage {verdict.stage}, device {verdict.device})")
+    if verdict.rules:
+        table.add_row("rules", verdict.rules)
     if verdict.error:
         table.add_row("error", verdict.error)
     failed = [t for t in verdict.trials if not t.ok]
     table.add_row("trials", f"{len(verdict.trials) - len(failed)}/{len(verdict.trials)} passed"
                   + "".join(f"\n#{t.trial} {t.variant}: {t.message}" for t in failed[:3]))
+    margin = (verdict.precision or {}).get("margin") or {}
+    if margin.get("worst") is not None:
+        table.add_row("error margin", margin_text(margin))
+    if verdict.work is not None:
+        table.add_row("torch work", work_text(verdict.work))
     for flag in verdict.flags:
         table.add_row(f"flag {flag.code}", f"{flag.severity}: {flag.message}")
     if verdict.timing:
@@ -144,6 +156,24 @@ def verdict_table(verdict) -> Table:
         table.add_row("sandbox", f"{verdict.process.wall_s:.1f} s; network "
                       + ("isolated" if verdict.process.network_isolated else "NOT isolated"))
     return table
+
+
+def margin_text(margin: dict) -> str:
+    """'0.031 of the elementwise tolerance, 0.002 of the rel-L2 bound (worst over trials)'."""
+    parts = [f"{margin[key]:.3g} of the {label}" for key, label in
+             (("elementwise", "elementwise tolerance"), ("rel_l2", "rel-L2 bound")) if margin.get(key) is not None]
+    return ", ".join(parts) + " (measured / allowed, worst over trials)"
+
+
+def work_text(work) -> str:
+    def show(counts: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+    launches = work.launches or {}
+    own = sum(sum(v.values()) for v in launches.values())
+    return (f"reference {show(work.reference)}; candidate's torch {show(work.torch)}"
+            f" (extension {show(work.extension)}); own launches {own}"
+            + (f"; vendor: {'; '.join(work.vendor)}" if work.vendor else ""))
 
 
 def baseline_command(

@@ -94,7 +94,7 @@ def split_sets(sets: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], di
 def build_options(*, problem: str | None, resume: str | None, llm: str | None, llm_roles: list[str],
                   backend: str | None, strategy: str | None, limits: dict[str, Any], sets: list[str],
                   run_dir: str | None, eval_mode: str | None, config_file: str | None, workspace: str,
-                  skill_dirs: list[str], eval_workers: int | None, seed: int):
+                  skill_dirs: list[str], eval_workers: int | None, seed: int, rules: str | None = None):
     from kernelwright.search.drivers.session import RunOptions
 
     config = read_config(config_file)
@@ -104,6 +104,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     backend = backend or section.pop("backend", "triton")
     eval_mode = eval_mode or section.pop("eval", None)
     eval_workers = eval_workers or int(section.pop("eval_workers", 1))
+    file_rules = section.pop("rules", None)
+    rules = rules or file_rules  # --rules, else [optimize] rules, else [judge] rules
     if backend not in ("triton", "cuda"):
         raise UsageError(f"--backend must be triton or cuda, not {backend!r}")
     if eval_mode not in (None, "local", "batch"):
@@ -112,6 +114,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
         settings = Settings.from_dict({**section, **search, **({"strategy": strategy} if strategy else {})})
         budget = Limits.from_dict({**file_limits, **{k: v for k, v in limits.items() if v is not None}})
         judge_values = {**(config.get("judge") or {}), **judge_cfg}
+        if rules is not None:
+            judge_values["rules"] = rules
         judge = JudgeConfig.from_dict({k: _judge_value(k, v) for k, v in judge_values.items()})
     except (SettingsError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
@@ -243,6 +247,8 @@ def optimize(
     workspace: str = typer.Option("kw-runs", "--workspace", help="folder that holds run folders"),
     skills: list[str] = typer.Option([], "--skills", help="extra skill folder; repeatable"),
     eval_workers: Optional[int] = typer.Option(None, "--eval-workers", help="judge processes at once (local)"),
+    rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
+                                        "library or strict (see docs/judge.md)"),
     seed: int = typer.Option(0, "--seed", help="seed of the search's random choices"),
     quiet: bool = typer.Option(False, "--quiet", help="no live progress panel"),
 ) -> None:
@@ -254,7 +260,7 @@ def optimize(
     if not problem and not resume:
         console.print("[red]name a problem file (or a suite), or --resume RUN_DIR[/]")
         raise typer.Exit(2)
-    if resume and (problem or strategy or backend or set_ or skills or run_dir):
+    if resume and (problem or strategy or backend or set_ or skills or run_dir or rules):
         console.print("[yellow]a resumed run keeps the problem and settings it started with; only budgets, "
                       "--llm/--llm-role, --eval and --config apply[/]")
     try:
@@ -263,7 +269,7 @@ def optimize(
             limits={"max_calls": max_calls, "max_tokens": max_tokens, "max_usd": max_usd,
                     "max_evals": max_evals, "max_minutes": max_minutes},
             sets=set_, run_dir=run_dir, eval_mode=eval_mode, config_file=config, workspace=workspace,
-            skill_dirs=skills, eval_workers=eval_workers, seed=seed)
+            skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules)
         if not resume:
             suite = suite_problems(Path(problem))
             if suite is not None:

@@ -1,4 +1,5 @@
-"""`kernelwright runs list|show`: what runs exist, and what one of them did."""
+"""`kernelwright runs list|show|rejudge`: what runs exist, what one of them did, and its candidates
+judged again under another rule set."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,7 +68,7 @@ def show_run(
     candidate: Optional[str] = typer.Option(None, "--candidate", help="print this candidate's code and verdict"),
 ) -> None:
     """One run: settings, status, spend, the search tree, and where the best candidate is."""
-    from kernelwright.report.tables import candidate_tree, run_summary
+    from kernelwright.report.tables import candidate_tree, rules_table, run_summary
     from kernelwright.store import StoreError
 
     try:
@@ -81,6 +82,9 @@ def show_run(
             return
         console.print(run_summary(info))
         console.print(candidate_tree(store.candidates(info["id"])))
+        verdict_rows = store.verdict_rows(info["id"])
+        if len({row["rules"] for row in verdict_rows}) > 1:
+            console.print(rules_table(verdict_rows))
         calls = store.llm_calls(info["id"])
         failed = sum(1 for c in calls if c["error_type"])
         asks = store.asks(info["id"])
@@ -94,6 +98,50 @@ def show_run(
         best = store.path.parent / "best_model_new.py"
         if best.is_file():
             console.print(f"best candidate file: {best}")
+
+
+@runs_app.command("rejudge")
+def rejudge_run(
+    run: str = typer.Argument(..., help="run folder, its run.sqlite, or a run id"),
+    rules: str = typer.Option(..., "--rules", help="rule set to judge the run's candidates by: kernelbench, "
+                              "library or strict"),
+    eval_mode: str = typer.Option("local", "--eval", help="local (judge here) or batch (requests in "
+                                  "RUN_DIR/rejudge-RULES for `kernelwright judge --batch`; run again to collect)"),
+    folder: str = typer.Option("kw-runs", "--dir", help="workspace folder (to find a run by id)"),
+    no_time: bool = typer.Option(False, "--no-time", help="correctness and rules only: no timing, no baselines"),
+    workers: int = typer.Option(1, "--eval-workers", help="judge processes at once without a GPU"),
+    candidates: Optional[str] = typer.Option(None, "--candidates", help="only these candidate ids (comma-separated)"),
+) -> None:
+    """Judge a run's correct candidates again under another rule set; verdicts are stored per rule set."""
+    from kernelwright.report.tables import rules_table
+    from kernelwright.rules import UnknownRuleSet, get
+    from kernelwright.search.drivers.rejudge import RejudgeOptions, rejudge
+    from kernelwright.search.drivers.session import RunError
+    from kernelwright.store import StoreError
+
+    try:
+        get(rules)
+        store, info = open_run(run, folder)
+        store.close()
+        outcome = rejudge(RejudgeOptions(str(store.path), rules, eval_mode, workers, not no_time,
+                                         [c.strip() for c in (candidates or "").split(",") if c.strip()]),
+                          log=lambda line: console.print(escape(line)))
+    except UnknownRuleSet as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
+    except (StoreError, RunError) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(1) from None
+    for cid, why in sorted(outcome.skipped.items()):
+        console.print(f"[dim]skipped {cid}: {escape(why)}[/]", soft_wrap=True)
+    if outcome.pending:
+        console.print(f"[yellow]{len(outcome.pending)} request(s) wait in {outcome.folder}[/]: run `kernelwright "
+                      f"judge --batch {outcome.folder}` where the GPU is, then this command again", soft_wrap=True)
+        raise typer.Exit(75)
+    from kernelwright.store import RunStore
+
+    with RunStore(store.path, create=False) as again:
+        console.print(rules_table(again.verdict_rows(info["id"])))
 
 
 def _show_candidate(store, run_id: str, candidate_id: str) -> None:

@@ -46,13 +46,15 @@ def tune_command(
     no_cache: bool = typer.Option(False, "--no-cache", help="measure again even when cached"),
     prune_only: bool = typer.Option(False, "--prune-only", help="show the prune report and stop"),
     json_out: bool = typer.Option(False, "--json", help="print the tuning result as JSON"),
+    rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
+                                        "library or strict"),
 ) -> None:
     """Tune a kernel template's parameters against PROBLEM with the judge."""
     if strategy not in CHOICES:
         raise typer.BadParameter(f"choose one of {', '.join(CHOICES)}", param_hint="--strategy")
     from kernelwright.tune.template import TemplateError
 
-    config = _judge_config(settings, device)
+    config = _judge_config(settings, device, rules)
     try:
         template = _load(template_path, problem, config)
     except (TemplateError, ValueError) as exc:
@@ -62,12 +64,17 @@ def tune_command(
                           out, no_cache, prune_only, json_out))
 
 
-def _judge_config(settings: list[str], device: str):
+def _judge_config(settings: list[str], device: str, rules: str | None = None):
     from kernelwright.cli.judge_cmd import parse_overrides
     from kernelwright.judge import JudgeConfig
+    from kernelwright.rules import UnknownRuleSet, get
 
+    try:
+        rule_set = get(rules).name
+    except UnknownRuleSet as exc:
+        raise typer.BadParameter(str(exc), param_hint="--rules") from None
     # baselines are the same for every instance and add nothing to a comparison between them
-    return JudgeConfig(overrides=parse_overrides(settings), device=device, baselines=())
+    return JudgeConfig(overrides=parse_overrides(settings), device=device, baselines=(), rules=rule_set)
 
 
 def _load(template_path: str, problem: Path, config):

@@ -60,6 +60,8 @@ class Comparison:
     max_rel_err: float | None = None
     rel_l2_err: float | None = None
     atol_scale: float | None = None  # S in |out - ref| <= atol * S + rtol * |ref| (the largest, over outputs)
+    error_ratio: float | None = None  # max |out - ref| / (atol * S + rtol * |ref|): 1.0 is the limit
+    rel_l2_ratio: float | None = None  # rel_l2_err / the dtype's bound
     shape_ok: bool = True
     dtype_ok: bool = True
     nonfinite: bool = False
@@ -256,6 +258,18 @@ def poisoned_count(t: torch.Tensor) -> int:
     return count
 
 
+def margin(trials) -> dict[str, float | None]:
+    """The worst margins over trials (TrialResult-like objects): measured error / allowed error for
+    the elementwise test and the relative-L2 test; the verdict reports them under precision."""
+    def worst(name: str) -> float | None:
+        values = [getattr(t, name) for t in trials if getattr(t, name, None) is not None]
+        return round(max(values), 6) if values else None
+
+    elementwise, rel_l2 = worst("error_ratio"), worst("rel_l2_ratio")
+    present = [v for v in (elementwise, rel_l2) if v is not None]
+    return {"elementwise": elementwise, "rel_l2": rel_l2, "worst": max(present) if present else None}
+
+
 def compare(outs: list[torch.Tensor], refs: list[torch.Tensor], config, device: str) -> Comparison:
     """Compare every output with its reference; the first problem found explains the failure."""
     if len(outs) != len(refs):
@@ -269,7 +283,7 @@ def compare(outs: list[torch.Tensor], refs: list[torch.Tensor], config, device: 
         merged.dtype_ok &= c.dtype_ok
         merged.nonfinite |= c.nonfinite
         merged.poisoned += c.poisoned
-        for name in ("max_abs_err", "max_rel_err", "rel_l2_err", "atol_scale"):
+        for name in ("max_abs_err", "max_rel_err", "rel_l2_err", "atol_scale", "error_ratio", "rel_l2_ratio"):
             value = getattr(c, name)
             if value is not None:
                 setattr(merged, name, max(value, getattr(merged, name) or 0.0))
@@ -293,20 +307,24 @@ def compare_tensor(out, ref: torch.Tensor, config, device: str, index: int | Non
     exact = not (ref.is_floating_point() or ref.is_complex())
     stats = _error_stats(out.detach(), ref, 0.0 if exact else atol, 0.0 if exact else atol)
     scale = 1.0 if exact else max(1.0, stats.ref_rms())
-    if scale > 1.0 and stats.violations:  # counted at S = 1 in the one pass; recount at the real S
-        stats.violations = _count_violations(out.detach(), ref, atol * scale, atol)
+    if scale > 1.0:  # counted at S = 1 in the one pass; recount (and the margin) at the real S
+        stats.violations, stats.max_ratio = _count_violations(out.detach(), ref, atol * scale, atol)
     poisoned = 0 if (stats.violations == 0 and stats.nan_mismatch == 0) else poisoned_count(out)
     return _judge_stats(stats, label, atol, rel_bound, exact, poisoned, scale)
 
 
-def _count_violations(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> int:
-    """Elements with |out - ref| > atol + rtol * |ref| (both finite)."""
-    count = 0
+def _count_violations(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> tuple[int, float]:
+    """(elements with |out - ref| > atol + rtol * |ref|, the largest |out - ref| / (atol + rtol * |ref|)),
+    both over the elements where both are finite."""
+    count, worst = 0, 0.0
     for o, r in _chunks(out, ref):
         both = torch.isfinite(o) & torch.isfinite(r)
-        excess = (o - r).abs_() > r.abs().mul_(rtol).add_(atol)
-        count += int((excess & both).sum())
-    return count
+        diff = torch.where(both, (o - r).abs_(), torch.zeros_like(o))
+        allowed = r.abs().mul_(rtol).add_(atol)
+        count += int((diff > allowed).sum())
+        if diff.numel():
+            worst = max(worst, float((diff / allowed).max()))
+    return count, worst
 
 
 def _dtype_problem(out_dtype: torch.dtype, ref_dtype: torch.dtype) -> str:
@@ -324,6 +342,7 @@ class _Stats:
     sq_diff: float = 0.0
     sq_ref: float = 0.0
     violations: int = 0  # elements outside atol + rtol * |ref|
+    max_ratio: float = 0.0  # the largest |out - ref| / (atol + rtol * |ref|)
     nan_mismatch: int = 0  # non-finite where the reference is finite, or a different non-finite value
     numel: int = 0
     finite: int = 0  # elements where both are finite: the ones sq_ref sums over
@@ -369,7 +388,10 @@ def _accumulate(stats: _Stats, o: torch.Tensor, r: torch.Tensor, atol: float, rt
         big = ref_abs > max(rtol, 1e-12)
         relative = torch.where(big, diff / ref_abs.clamp_min(1e-300), torch.zeros_like(diff))
         stats.max_rel = max(stats.max_rel, float(relative.max()))
-    stats.violations += int((diff > ref_abs.mul(rtol).add_(atol)).sum())
+    allowed = ref_abs.mul(rtol).add_(atol)
+    stats.violations += int((diff > allowed).sum())
+    if diff.numel() and atol > 0:
+        stats.max_ratio = max(stats.max_ratio, float((diff / allowed).max()))
     stats.sq_diff += float(torch.dot(diff, diff))
     stats.sq_ref += float(torch.dot(ref_abs, ref_abs))
 
@@ -382,7 +404,9 @@ def _judge_stats(stats: _Stats, label: str, atol: float, rel_bound: float, exact
     meaningful = not exact and ref_rms >= RMS_FLOOR_OF_ATOL * atol
     rel_l2 = math.sqrt(stats.sq_diff) / math.sqrt(stats.sq_ref) if meaningful else None
     result = Comparison(True, max_abs_err=stats.max_abs, max_rel_err=stats.max_rel, rel_l2_err=rel_l2,
-                        atol_scale=None if exact else scale, nonfinite=stats.nan_mismatch > 0, poisoned=poisoned)
+                        atol_scale=None if exact else scale, nonfinite=stats.nan_mismatch > 0, poisoned=poisoned,
+                        error_ratio=None if exact else stats.max_ratio,
+                        rel_l2_ratio=rel_l2 / rel_bound if rel_l2 is not None and rel_bound > 0 else None)
     if stats.nan_mismatch:
         result.ok = False
         result.message = (f"{label} has {stats.nan_mismatch} NaN/Inf values the reference does not have "

@@ -5,6 +5,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..rules import DEFAULT as DEFAULT_RULES
+from ..rules import from_legacy_policy, get as get_rules
+
 # KernelBench's tolerances (atol = rtol) per dtype; overridable per run
 DEFAULT_TOLERANCES: dict[str, float] = {
     "float64": 1e-6,
@@ -28,9 +31,9 @@ class JudgeConfig:
     seed: int = 42
     tolerances: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     rel_l2: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_REL_L2))
-    # what to do when ModelNew.forward calls the reference's compute ops: "reject", "warn" or "allow"
-    torch_op_policy: str = "reject"
-    allow_tf32: bool = False  # the reference runs in full fp32; a candidate may not silently switch
+    # the rule set judged by: "kernelbench" (default), "library" or "strict" (kernelwright.rules)
+    rules: str = DEFAULT_RULES
+    allow_tf32: bool = False  # the reference runs in full fp32; a candidate may not switch it globally
     # sizes
     overrides: dict[str, Any] = field(default_factory=dict)
     shrink: bool | None = None  # None: shrink when no GPU is available
@@ -57,6 +60,9 @@ class JudgeConfig:
     profile: bool = False
     cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright
 
+    def __post_init__(self) -> None:
+        self.rules = get_rules(self.rules).name  # a clear error for an unknown name; canonical spelling
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["baselines"] = list(self.baselines)
@@ -65,10 +71,13 @@ class JudgeConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "JudgeConfig":
         known = {f.name for f in dataclasses.fields(cls)}
+        data = dict(data)
+        if "torch_op_policy" in data:  # settings stored before rule sets: "reject" was today's strict
+            policy = data.pop("torch_op_policy")
+            data.setdefault("rules", from_legacy_policy(policy))
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown judge settings: {', '.join(sorted(unknown))}")
-        data = dict(data)
         if "baselines" in data:
             data["baselines"] = tuple(data["baselines"])
         return cls(**data)

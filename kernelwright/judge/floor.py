@@ -8,8 +8,11 @@ floor_ms = max(FLOPs / peak FLOP rate, minimal bytes / peak bandwidth), where
 - the peaks are the device's measured ceilings (peaks.py) or, on a cold start, datasheet values,
   marked as such in `Floor.peak_source`.
 
-Which matrix rate applies depends on the reference's dtype. A float32 reference runs on the CUDA
-cores (fp32 peak, ~67 TFLOP/s on an H100) unless TF32 is allowed for the run; bf16/fp16 use the
+Which matrix rate applies depends on the reference's dtype. A float32 reference is entitled to
+the fastest float32-accurate rate: the CUDA cores' fp32 peak (~67 TFLOP/s on an H100), or 3xTF32
+on the tensor cores (each product split into a TF32 high and low part, three TF32 products: a
+third of the TF32 rate, ~165 TFLOP/s on an H100), whichever is higher (`peak_kind` "tf32x3" says
+the latter was used). Plain TF32 is counted only when the run allows TF32; bf16/fp16 use the
 tensor-core rates. A candidate faster than the floor is suspicious: it skipped work or its timing
 is wrong (`apply`).
 """
@@ -23,6 +26,7 @@ from .peaks import Peaks, peaks_for
 from .verdict import REJECT, WARN, Flag, Floor, TimingStats
 
 REJECT_BELOW = 0.5  # measured < 0.5 x floor is rejected, < 1 x floor warned
+TF32X3_PASSES = 3  # 3xTF32: hi*hi + hi*lo + lo*hi, three TF32 tensor-core products per fp32 product
 
 _PEAK_KIND = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
@@ -65,8 +69,19 @@ def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: 
     return floor_from(footprint.flops, footprint.bytes, peaks, kind)
 
 
-def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str) -> Floor | None:
+def matmul_rate(peaks: Peaks, kind: str) -> tuple[float | None, str]:
+    """(TFLOP/s, kind used) for a reference of `kind`: fp32 counts fp32-accurate tensor-core
+    emulation (3xTF32 at a third of the TF32 rate) where that is faster than the fp32 peak."""
     tflops = peaks.tflops.get(kind) or peaks.tflops.get("fp32")
+    if kind == "fp32":
+        emulated = (peaks.tflops.get("tf32") or 0.0) / TF32X3_PASSES
+        if emulated > (tflops or 0.0):
+            return emulated, "tf32x3"
+    return tflops, kind
+
+
+def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str) -> Floor | None:
+    tflops, kind = matmul_rate(peaks, kind)
     if not tflops or not peaks.copy_gbps or (flops <= 0 and nbytes <= 0):
         return None
     compute_ms = flops / (tflops * 1e12) * 1e3
@@ -91,13 +106,15 @@ def apply(floor: Floor, timing: TimingStats, reject_below: float = REJECT_BELOW)
     (work was skipped or the clock was fooled).
     """
     if timing.median_ms <= 0:
-        return dataclasses.replace(floor), [Flag("faster_than_floor", REJECT, "measured time is zero")]
+        return dataclasses.replace(floor), [Flag("faster_than_floor", REJECT, "measured time is zero",
+                                                 check="speed_of_light_floor")]
     pct = floor.floor_ms / timing.median_ms * 100
     result = dataclasses.replace(floor, pct_of_floor=pct)
     detail = (f"{timing.median_ms:.4g} ms measured against a floor of {floor.floor_ms:.4g} ms "
               f"({floor.bound}-bound; {floor.peak_source} peaks)")
     if timing.median_ms < reject_below * floor.floor_ms:
-        return result, [Flag("faster_than_floor", REJECT, f"impossible speed: {detail}")]
+        return result, [Flag("faster_than_floor", REJECT, f"impossible speed: {detail}", check="speed_of_light_floor")]
     if timing.median_ms < floor.floor_ms:
-        return result, [Flag("faster_than_floor", WARN, f"suspicious: faster than the speed-of-light floor: {detail}")]
+        return result, [Flag("faster_than_floor", WARN, f"suspicious: faster than the speed-of-light floor: {detail}",
+                             check="speed_of_light_floor")]
     return result, []

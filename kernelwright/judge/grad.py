@@ -62,6 +62,13 @@ class GradRunner:
         return call_args, names, tensors
 
     def grad_outputs(self, outs: list[torch.Tensor], seed: int) -> list[torch.Tensor | None]:
+        """The fixed output gradients; made by the judge, so outside any op recording of the call."""
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():
+            return self._grad_outputs(outs, seed)
+
+    def _grad_outputs(self, outs: list[torch.Tensor], seed: int) -> list[torch.Tensor | None]:
         torch.manual_seed(seed + GRAD_SEED_OFFSET)
         if not self.custom_grad_outputs:
             return [torch.randn(o.shape, dtype=o.dtype, device=o.device) if o.is_floating_point() else None

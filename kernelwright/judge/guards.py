@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..problem.ops import compute_ops, op_kind
-from .verdict import INFO, REJECT, WARN, Flag
+from .verdict import REJECT, WARN, Flag
 
 _SYNCHRONIZE = torch.cuda.synchronize  # captured at import, before candidate code exists
 M_PERTURB = -6  # glibc mallopt(): fill malloc'd memory with ~byte, freed memory with byte
@@ -112,8 +111,9 @@ def precision_flag(before: dict, after: dict, allow_tf32: bool) -> Flag | None:
         return None
     detail = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(changed.items()))
     severity = WARN if allow_tf32 else REJECT
-    return Flag("precision", severity, f"the candidate changed precision settings ({detail}); the reference "
-                "runs in full fp32 and a kernel may not lower the precision of other ops behind the judge's back")
+    return Flag("precision", severity, f"the candidate changed global precision settings ({detail}): they change "
+                "the numerics of everything else in the process. Lower precision inside your own kernels instead, "
+                "where the measured error decides", check="precision_switches")
 
 
 # --------------------------------------------------------------------------- monkeypatching
@@ -206,7 +206,7 @@ DYNAMO_PATCHES = frozenset({"torch.nn.Module.__init__", "torch.nn.Module.__setst
 def monkeypatch_flag(changed: list[str], when: str) -> Flag:
     shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
     return Flag("monkeypatch", REJECT, f"the candidate replaced functions the judge relies on ({when}): {shown}. "
-                "A kernel must not patch torch, timing or comparison functions")
+                "A kernel must not patch torch, timing or comparison functions", check="identity_snapshot")
 
 
 # --------------------------------------------------------------------------- memory poisoning
@@ -236,34 +236,7 @@ def tensor_bytes(items) -> list[int]:
     return [t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor)]
 
 
-# --------------------------------------------------------------------------- torch-op wrapping
-
-
-def severity_for(policy: str) -> str:
-    return {"reject": REJECT, "warn": WARN}.get(policy, INFO)
-
-
-def torch_op_hits(ref_ops, cand_ops) -> list[str]:
-    """The ops of ModelNew.forward that do the reference's work through torch instead of a kernel.
-
-    With compute ops in the reference (matmul, conv, softmax, ...): every candidate op of one of
-    those kinds. With an elementwise-only reference: its elementwise ops, when the candidate runs
-    all of them (the whole chain handed back to torch).
-    """
-    ref_kinds = {op_kind(name) for name in compute_ops(ref_ops)}
-    if ref_kinds:
-        return sorted(name for name in cand_ops if op_kind(name) in ref_kinds)
-    ref_elementwise = {name.rstrip("_") for name in ref_ops if op_kind(name) == "elementwise"}
-    cand_names = {name.rstrip("_") for name in cand_ops}
-    return sorted(ref_elementwise) if ref_elementwise and ref_elementwise <= cand_names else []
-
-
-def torch_op_flag(hits: list[str], policy: str) -> Flag | None:
-    if not hits:
-        return None
-    return Flag("torch_op", severity_for(policy),
-                f"ModelNew.forward runs the reference's work through torch ops ({', '.join(hits)}): that is "
-                "not a custom kernel. Compute these in your own Triton/CUDA kernels")
+# --------------------------------------------------------------------------- torch.compile
 
 
 def dynamo_frames() -> int:
@@ -313,7 +286,7 @@ class CompileTracker:
         return counted
 
 
-def dynamo_flag(frames_before: int, policy: str, compile_calls: list[str] | None = None,
+def dynamo_flag(frames_before: int, compile_calls: list[str] | None = None,
                 dynamo_patched: bool = False) -> Flag | None:
     """torch.compile / dynamo used by the candidate: by its entry points, compiled frames, or the
     patches dynamo applies to nn.Module the first time it runs."""
@@ -323,9 +296,9 @@ def dynamo_flag(frames_before: int, policy: str, compile_calls: list[str] | None
         return None
     evidence = ", ".join(calls + ([f"{frames} compiled frames"] if frames > 0 else [])
                          + (["dynamo's patches of torch.nn.Module"] if dynamo_patched else []))
-    return Flag("torch_op", severity_for(policy),
+    return Flag("torch_op", REJECT,
                 f"the candidate used torch.compile / dynamo ({evidence}): inductor writes those kernels, not "
-                "the candidate")
+                "the candidate", check="dynamo_use")
 
 
 # --------------------------------------------------------------------------- inputs and caching
@@ -334,15 +307,16 @@ def dynamo_flag(frames_before: int, policy: str, compile_calls: list[str] | None
 def mutation_flag(mutated: list[int]) -> Flag:
     which = ", ".join(str(i) for i in mutated)
     return Flag("input_mutation", REJECT, f"ModelNew.forward changed its input tensor(s) {which} in place; the "
-                "reference leaves its inputs untouched, so callers would see corrupted inputs")
+                "reference leaves its inputs untouched, so callers would see corrupted inputs",
+                check="input_fingerprint")
 
 
 def output_cache_flag(detail: str) -> Flag:
     return Flag("output_cache", REJECT, "ModelNew returned a stale result after the same input buffers were "
                 f"refilled with new values ({detail}): outputs must be recomputed on every call, not cached "
-                "by data_ptr, shape or call count")
+                "by data_ptr, shape or call count", check="output_refill")
 
 
 def uninitialized_flag(count: int) -> Flag:
     return Flag("uninitialized_output", REJECT, f"{count} output elements still hold the judge's poison bytes: the "
-                "kernel never wrote them (e.g. torch.empty with a grid that misses elements)")
+                "kernel never wrote them (e.g. torch.empty with a grid that misses elements)", check="poisoned_memory")

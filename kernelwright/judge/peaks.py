@@ -43,7 +43,7 @@ class Peaks:
 
 # Datasheet ceilings (dense, no sparsity) for cold start only. Copy is an achievable
 # device-to-device rate (~90% of the 3.35 TB/s HBM3 figure), not the datasheet number.
-# fp32 is the CUDA-core rate: a float32 problem without TF32 cannot use the tensor cores.
+# fp32 is the CUDA-core rate; a float32 problem may also use 3xTF32 on the tensor cores (floor.py).
 DATASHEET: dict[str, dict] = {
     "H100 SXM": {"match": ("H100", ("SXM", "HBM3")), "copy_gbps": 3000.0,
                  "tflops": {"fp32": 67.0, "tf32": 494.0, "bf16": 989.0, "fp16": 989.0, "fp64": 67.0}},

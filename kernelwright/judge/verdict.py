@@ -42,6 +42,9 @@ class TrialResult:
     max_rel_err: float | None = None
     rel_l2_err: float | None = None  # ||out - ref|| / ||ref||: catches outputs tiny everywhere
     atol_scale: float | None = None  # S of |out - ref| <= atol*S + rtol*|ref|: max(1, RMS of the reference)
+    # margins: measured / allowed (1.0 is the limit), worst over outputs; None where not measured
+    error_ratio: float | None = None  # max over elements of |out - ref| / (atol*S + rtol*|ref|)
+    rel_l2_ratio: float | None = None  # rel_l2_err / the dtype's rel-L2 bound
     shape_ok: bool = True
     dtype_ok: bool = True
     nonfinite: bool = False
@@ -55,6 +58,27 @@ class Flag:
     code: str  # e.g. "input_mutation", "output_cache", "torch_op", "monkeypatch", "uninitialized_output"
     severity: str  # REJECT | WARN | INFO
     message: str
+    check: str = ""  # id of the judge check that raised it (kernelwright.judge.checks), where there is one
+
+
+@dataclass
+class WorkRecord:
+    """Whose code did the work, as the rule set counts it (see kernelwright.rules and judge/work.py).
+
+    Counts are per work kind (matmul, conv, elementwise, ...): `reference` for the reference's
+    forward, `python` for torch ops the candidate's forward ran outside its own code, `extension`
+    for ATen ops its C++ extension called; `torch` = python + extension, compared with `reference`.
+    """
+
+    rules: str
+    reference: dict[str, int] = field(default_factory=dict)
+    torch: dict[str, int] = field(default_factory=dict)
+    python: dict[str, int] = field(default_factory=dict)
+    extension: dict[str, int] = field(default_factory=dict)
+    replaced: dict[str, int] = field(default_factory=dict)  # reference - torch, where positive
+    launches: dict[str, dict[str, int]] = field(default_factory=dict)  # triton / extension / custom_ops
+    libraries: list[str] = field(default_factory=list)  # extension libraries that were inspected
+    vendor: list[str] = field(default_factory=list)  # vendor libraries or ATen compute found in them
 
 
 @dataclass
@@ -120,7 +144,9 @@ class Verdict:
     compile: CompileResult | None = None
     trials: list[TrialResult] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
-    ops: dict[str, int] = field(default_factory=dict)  # ATen ops ModelNew.forward executed
+    rules: str = ""  # the rule set judged by (kernelwright.rules); "" in verdicts from before rule sets
+    ops: dict[str, int] = field(default_factory=dict)  # ATen ops ModelNew.forward's own Python executed
+    work: WorkRecord | None = None  # whose code did the work, as the rule set counts it
     timing: TimingStats | None = None
     baselines: Baselines | None = None
     speedup: dict[str, float] = field(default_factory=dict)  # "eager", "compile_default", ...
@@ -178,7 +204,7 @@ def _jsonable(obj: Any) -> Any:
 _NESTED = {
     "compile": CompileResult, "timing": TimingStats, "baselines": Baselines, "floor": Floor,
     "process": ProcessInfo, "eager": TimingStats, "compile_default": TimingStats,
-    "compile_max_autotune": TimingStats,
+    "compile_max_autotune": TimingStats, "work": WorkRecord,
 }
 _LISTS = {"trials": TrialResult, "flags": Flag}
 

@@ -112,6 +112,7 @@ class Session:
     recorder: Any = None  # the build cache's BuildRecorder, when the compile module is present
     patched: set = field(default_factory=set)  # guarded names already reported as replaced
     compile_tracker: Any = None  # counts torch.compile / dynamo entry calls by the candidate
+    own: Any = None  # own_code.OwnCode: the candidate's Triton launches and extension calls
     dynamo_patched: bool = False
     triton_compile_error: bool = False
     stopped: bool = False  # a stage decided the verdict; later stages are skipped
@@ -303,11 +304,12 @@ def _record_precision(s: Session, torch) -> None:
 def stage_compile(s: Session) -> bool:
     """Import the candidate (this is where C++/CUDA extensions build) and construct ModelNew."""
     from ..problem import ProblemError, check_signatures, load_candidate
-    from . import candidate_kinds, guards
+    from . import candidate_kinds, guards, own_code
 
     s.writer.stage(s.verdict, "compile")
     with s.timer("compile"):
         recorder = s.recorder = install_build_cache(s)
+        s.own = own_code.OwnCode().install()  # after the build cache: it wraps the cached builders
         s.compile_tracker = guards.CompileTracker().install()
         s.snapshot = guards.IdentitySnapshot.take(guards.guarded_targets({"problem": s.problem.module}))
         s.precision_before, s.dynamo_before = guards.precision_state(), guards.dynamo_frames()
@@ -370,11 +372,10 @@ def _compile_errors(result: CompileResult, message: str) -> str:
 
 
 def static_flags(s: Session, candidate_kinds) -> None:
-    from . import guards
-
     for finding in candidate_kinds.scan(s.candidate_source):
-        severity = guards.severity_for(s.config.torch_op_policy) if finding.code == "torch_op" else REJECT
-        s.flag(Flag(finding.code, severity, f"{s.candidate_path}, line {finding.line}: uses {finding.what}: {finding.why}"))
+        check = "source_torch_compile" if finding.code == "torch_op" else "source_introspection"
+        s.flag(Flag(finding.code, REJECT, f"{s.candidate_path}, line {finding.line}: uses {finding.what}: {finding.why}",
+                    check=check))
 
 
 def after_call_guards(s: Session, when: str) -> None:
@@ -448,6 +449,7 @@ def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None
     result.shape_ok, result.dtype_ok, result.nonfinite = cmp.shape_ok, cmp.dtype_ok, cmp.nonfinite
     result.max_abs_err, result.max_rel_err, result.rel_l2_err = cmp.max_abs_err, cmp.max_rel_err, cmp.rel_l2_err
     result.atol_scale = cmp.atol_scale
+    result.error_ratio, result.rel_l2_ratio = cmp.error_ratio, cmp.rel_l2_ratio
     s.verdict.precision.setdefault("candidate_dtypes", sorted({str(o.dtype).removeprefix("torch.") for o in outs}))
     mutated = [i for i, (a, b) in enumerate(zip(args, before)) if check.fingerprint(a) != b]
     unexpected = inplace.unexpected_writes(mutated, s.ref_mutates)
@@ -462,17 +464,18 @@ def run_trial(s: Session, case, recorder=None) -> tuple[TrialResult, list | None
 
 
 def stage_check(s: Session) -> bool:
-    """All trials; the output-cache guard reuses trial 0's buffers, the last trial records ops."""
+    """All trials; the output-cache guard reuses trial 0's buffers. The first and the last trial run
+    under the op recorder (a CUDA graph captured in the first call replays invisibly later), and the
+    candidate's own launches are counted over every call of the stage."""
     from ..problem.ops import OpRecorder
-    from . import guards
-    from . import reference as refside
+    from . import check, guards
 
     s.writer.stage(s.verdict, "check")
-    recorder = OpRecorder()
+    recorders = {id(case): OpRecorder(origin=s.own.origin) for case in (s.cases[0], s.cases[-1])}
+    s.own.reset()  # launches while ModelNew was built do not count
     with s.on_device("shared"), s.timer("check"):
         for case in s.cases:
-            last = case is s.cases[-1]
-            result, args, raised = run_trial(s, case, recorder if last else None)
+            result, args, raised = run_trial(s, case, recorders.get(id(case)))
             case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
             s.verdict.trials.append(result)
             s.writer.write(s.verdict, complete=False)
@@ -481,16 +484,49 @@ def stage_check(s: Session) -> bool:
             if case is s.cases[0] and result.ok:
                 with s.timer("guards"):
                     guard_output_cache(s, args)
-            if last:
-                s.verdict.ops = dict(recorder.counts)
             del args
+    buckets = merged_buckets([r.buckets for r in recorders.values()])
+    s.verdict.ops = dict(buckets.get("python", {}))
+    s.verdict.precision["margin"] = check.margin(s.verdict.trials)
     with s.timer("guards"):
-        hits = set(guards.torch_op_hits(s.ref_ops, s.verdict.ops))
-        hits |= set(refside.torch_work_hits(s.verdict.reference, s.verdict.ops))  # a kernel reference's work
-        s.flag(guards.torch_op_flag(sorted(hits), s.config.torch_op_policy))
-        s.flag(guards.dynamo_flag(s.dynamo_before, s.config.torch_op_policy, s.compile_tracker.calls,
-                                  s.dynamo_patched))
+        judge_work(s, buckets)
+        s.flag(guards.dynamo_flag(s.dynamo_before, s.compile_tracker.calls, s.dynamo_patched))
+    s.own.uninstall()  # the timer measures the candidate without the counting wrappers
     return True
+
+
+def merged_buckets(recorded: list[dict]) -> dict:
+    """Per bucket and op, the larger count of the recorded calls (each records one forward)."""
+    from collections import Counter
+
+    merged: dict = {}
+    for buckets in recorded:
+        for bucket, counts in buckets.items():
+            mine = merged.setdefault(bucket, Counter())
+            for name, count in counts.items():
+                mine[name] = max(mine[name], count)
+    return merged
+
+
+def judge_work(s: Session, buckets: dict) -> None:
+    """The rule set's checks on whose code did the work (judge/work.py)."""
+    from ..rules import get
+    from . import work
+
+    record, flags = work.evaluate(get(s.config.rules), s.ref_ops, buckets, s.own.launches(),
+                                  extension_libraries(s), s.candidate_source)
+    s.verdict.work = record
+    for flag in flags:
+        s.flag(flag)
+
+
+def extension_libraries(s: Session) -> list[str]:
+    """The shared libraries of the extensions the candidate built or loaded."""
+    found = list(s.own.libraries)
+    for record in getattr(s.recorder, "records", []) or []:
+        if record.ok and record.build_dir:
+            found += [str(p) for p in sorted(Path(record.build_dir).glob("*.so")) if str(p) not in found]
+    return found
 
 
 def _stop_on_exception(s: Session, result: TrialResult) -> bool:
@@ -526,7 +562,8 @@ def guard_output_cache(s: Session, args: list) -> None:
     outs, exc = call_candidate(s, args, second, "during the output-cache check")
     if exc is not None:
         s.flag(Flag("output_cache", REJECT, describe_exception(exc, s.candidate_path,
-                                                               "a second call of ModelNew.forward")))
+                                                               "a second call of ModelNew.forward"),
+                    check="output_refill"))
         return
     cmp = check.compare(outs, second.ref_outputs, s.config, s.device)
     if not cmp.ok:
@@ -685,7 +722,8 @@ def run_stages(s: Session) -> None:
 def evaluate(request: JudgeRequest, writer: ResultWriter, modules: dict[str, Any], notes: list[str],
              timer: StageTimer | None = None) -> Verdict:
     config = JudgeConfig.from_dict(request.config)
-    verdict = Verdict(problem=request.problem_label, candidate=request.candidate_label, config=config.to_dict())
+    verdict = Verdict(problem=request.problem_label, candidate=request.candidate_label, config=config.to_dict(),
+                      rules=config.rules)
     s = Session(request, config, verdict, writer, modules=modules, notes=notes, timer=timer or StageTimer())
     try:
         s.problem_path, s.candidate_path = materialise(request)

@@ -1,9 +1,10 @@
 """Which ATen ops a forward pass really executes, recorded at the dispatcher (not by regex).
 
 Used twice: to describe a problem (its op kinds select skills and templates), and by the judge to
-see whether a "custom" kernel merely calls the reference's compute ops. Calls into a compiled
-extension or a Triton launch do not pass through the dispatcher, so they are invisible here:
-exactly the work we want to count as custom.
+see how much of the reference's work a candidate still hands to torch (`work_counts`, the rule
+sets in `kernelwright.rules`). A Triton launch does not pass through the dispatcher; ATen ops a
+compiled extension calls from C++ do, and the judge tells the recorder where each op came from
+(`OpRecorder(origin=...)`), so ops inside the candidate's own code land in their own bucket.
 """
 from __future__ import annotations
 
@@ -32,9 +33,11 @@ for _kind, _names in {
     "avg_pool2d avg_pool3d adaptive_avg_pool2d _adaptive_avg_pool2d adaptive_max_pool2d _adaptive_avg_pool3d",
     "reduction": "sum mean amax amin max min argmax argmin prod cumsum cumprod logsumexp var std var_mean "
     "std_mean any all",
-    "rnn": "lstm gru rnn_tanh rnn_relu _thnn_fused_lstm_cell _thnn_fused_gru_cell",
-    "loss": "mse_loss cross_entropy_loss nll_loss smooth_l1_loss huber_loss kl_div binary_cross_entropy "
-    "triplet_margin_loss cosine_embedding_loss hinge_embedding_loss margin_ranking_loss",
+    "rnn": "lstm gru rnn_tanh rnn_relu _thnn_fused_lstm_cell _thnn_fused_gru_cell mkldnn_rnn_layer _cudnn_rnn "
+    "miopen_rnn",
+    "loss": "mse_loss cross_entropy_loss nll_loss nll_loss_forward nll_loss2d_forward smooth_l1_loss huber_loss "
+    "kl_div binary_cross_entropy triplet_margin_loss cosine_embedding_loss hinge_embedding_loss "
+    "margin_ranking_loss",
 }.items():
     for _name in _names.split():
         _KIND_BY_OP[_name] = _kind
@@ -43,7 +46,19 @@ _ELEMENTWISE = set(
     "add sub mul div relu gelu silu sigmoid tanh exp log sqrt rsqrt pow abs neg clamp clamp_min clamp_max "
     "where maximum minimum hardtanh hardsigmoid hardswish elu selu leaky_relu softplus softsign mish "
     "erf sin cos reciprocal sign threshold log1p expm1 logical_not eq ne lt le gt ge bitwise_and "
-    "celu glu _log_softmax_backward_data fill masked_fill lerp addcmul addcdiv floor ceil round".split()
+    "celu glu _log_softmax_backward_data fill masked_fill lerp addcmul addcdiv floor ceil round tril triu".split()
+)
+
+# ops that do no arithmetic on values: views and metadata, allocation and fills, copies and casts,
+# concatenation and padding. A kernel's Python wrapper needs them; they are not "work" in a rule set.
+FREE_OPS = frozenset(
+    "view _unsafe_view reshape _reshape_alias view_as t transpose permute expand expand_as squeeze unsqueeze "
+    "flatten unflatten movedim select slice narrow split split_with_sizes unsafe_split chunk unbind diagonal "
+    "as_strided alias detach lift_fresh lift contiguous clone copy _copy_from _to_copy to type_as "
+    "empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like "
+    "new_ones full full_like new_full fill zero arange scalar_tensor resize set cat stack constant_pad_nd pad "
+    "_local_scalar_dense item is_same_size sym_size sym_stride sym_numel sym_storage_offset _has_compatible_shallow_copy_type "
+    "record_stream _conj _neg_view resolve_conj resolve_neg".split()
 )
 
 # kinds whose presence in a candidate means the reference's heavy lifting was handed back to torch
@@ -51,21 +66,38 @@ COMPUTE_KINDS = frozenset({"matmul", "conv", "conv_transpose", "softmax", "atten
                            "reduction", "rnn", "loss"})
 
 
+ATEN_NAMESPACES = frozenset({"aten", "prims", "prim"})
+
+
 def _op_name(func: Any) -> str:
+    """'mm' for aten ops; 'ns::name' for ops of other namespaces (custom ops)."""
     packet = getattr(func, "overloadpacket", None)
     name = getattr(packet, "__name__", None) or str(func)
-    return name.split(".")[-1] if "." in name else name
+    short = name.split(".")[-1] if "." in name else name
+    namespace = getattr(func, "namespace", "aten")
+    return short if namespace in ATEN_NAMESPACES else f"{namespace}::{short}"
+
+
+PYTHON = "python"  # the bucket of ops the caller's own Python ran (the default origin)
 
 
 class OpRecorder(TorchDispatchMode):
-    """Counts every ATen op that reaches the dispatcher while active."""
+    """Counts every op that reaches the dispatcher while active.
 
-    def __init__(self):
+    `origin(func)` names the bucket an op belongs to (default: every op is "python"); `counts` is
+    the "python" bucket and `buckets` holds all of them. The judge sorts ops inside the candidate's
+    extension calls into "extension" and ignores those inside Triton launches (`judge.own_code`).
+    """
+
+    def __init__(self, origin: Callable[[Any], str] | None = None):
         super().__init__()
-        self.counts: Counter[str] = Counter()
+        self.origin = origin
+        self.buckets: dict[str, Counter[str]] = {PYTHON: Counter()}
+        self.counts: Counter[str] = self.buckets[PYTHON]
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.counts[_op_name(func)] += 1
+        bucket = self.origin(func) if self.origin is not None else PYTHON
+        self.buckets.setdefault(bucket, Counter())[_op_name(func)] += 1
         return func(*args, **(kwargs or {}))
 
 
@@ -89,6 +121,32 @@ def op_kind(name: str) -> str | None:
 def op_kinds(ops) -> set[str]:
     """The kinds of work among `ops` (names or a Counter): matmul, conv, softmax, norm, ..."""
     return {k for k in (op_kind(name) for name in ops) if k}
+
+
+def base_name(name: str) -> str:
+    """An op's name without the in-place underscore (relu_ -> relu; _softmax stays)."""
+    return name.rstrip("_") if name.endswith("_") and not name.endswith("__") else name
+
+
+def work_kind(name: str) -> str | None:
+    """The kind of work an op does, for the rule sets' counts: its op kind (matmul, conv, softmax,
+    norm, pool, reduction, elementwise, ...), its own name for an op of no known kind (a custom op,
+    a random generator, a sort), or None for a free op (views, allocation, fills, copies,
+    concatenation)."""
+    base = base_name(name)
+    if base in FREE_OPS or base.lstrip("_") in FREE_OPS:
+        return None
+    return op_kind(name) or base
+
+
+def work_counts(ops) -> Counter:
+    """How many ops of each work kind `ops` (a Counter of op names) holds; free ops are left out."""
+    counts: Counter[str] = Counter()
+    for name, count in dict(ops).items():
+        kind = work_kind(name)
+        if kind is not None:
+            counts[kind] += int(count)
+    return counts
 
 
 def compute_ops(ops) -> set[str]:

@@ -21,7 +21,7 @@ from .sass import SassSummary
 SKILL_TAGS = (
     "vectorized-access", "coalescing", "smem-tiling", "bank-conflict-padding", "warp-shuffle-reduction",
     "online-softmax", "operator-fusion", "epilogue-fusion", "persistent-kernel", "tensor-cores",
-    "tf32-precision-policy", "split-k", "occupancy-register-pressure", "launch-overhead-cuda-graphs",
+    "tf32-precision-policy", "tf32x3-split-gemm", "split-k", "occupancy-register-pressure", "launch-overhead-cuda-graphs",
     "async-copy-pipelining", "loop-unrolling-ilp", "avoid-host-sync", "memory-bound-elementwise-fusion",
     "swizzled-program-order-l2", "roofline-speed-of-light",
 )
@@ -190,9 +190,10 @@ def no_tensor_cores(ev: KernelEvidence) -> Finding | None:
         return None
     pipe = f"FMA pipe {fma:.0f}%" if fma is not None else "FP32 FMAs in the SASS"
     text = (f"SM busy {sm:.0f}% on FP32 arithmetic ({pipe}) while the tensor pipes are idle ({tensor:.0f}%) "
-            f"— run the matrix products on tensor cores (bf16/fp16 inputs, or tf32 where the tolerance allows).")
+            f"— run the matrix products on tensor cores (3xTF32 keeps float32 accuracy; bf16/fp16 where the "
+            f"reference computes in them; the judge measures the error).")
     numbers = {"sm_pct": sm, "fma_pct": fma, "tensor_pct": tensor}
-    return _finding(ev, text, ["tensor-cores", "tf32-precision-policy"], numbers, 0.8)
+    return _finding(ev, text, ["tensor-cores", "tf32-precision-policy", "tf32x3-split-gemm"], numbers, 0.8)
 
 
 def at_compute_roof(ev: KernelEvidence) -> Finding | None:

@@ -45,6 +45,12 @@ def evidence_lines(run: dict[str, Any], candidate: dict[str, Any], verdict: dict
     passed = sum(1 for t in trials if t.get("ok"))
     lines.append(f"verified:  {verdict.get('status')}, {passed}/{len(trials)} correctness trials passed"
                  + _tolerance(verdict))
+    lines.append(f"rules:     {_rules(verdict)}")
+    margin = (verdict.get("precision") or {}).get("margin") or {}
+    if margin.get("worst") is not None:
+        parts = [f"{margin[k]:.3g} of the {label}" for k, label in
+                 (("elementwise", "elementwise tolerance"), ("rel_l2", "rel-L2 bound")) if margin.get(k) is not None]
+        lines.append(f"error:     {', '.join(parts)} (measured / allowed, worst trial)")
     lines += _speed_lines(verdict)
     lines.append(f"device:    {_device(verdict)}")
     env = verdict.get("environment") or {}
@@ -57,6 +63,16 @@ def evidence_lines(run: dict[str, Any], candidate: dict[str, Any], verdict: dict
         lines.append("NOTE:      CPU wall-time, not GPU performance.")
     lines.append(f"written:   {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
     return lines
+
+
+def _rules(verdict: dict[str, Any]) -> str:
+    from kernelwright.rules import header_line
+
+    name = verdict.get("rules") or (verdict.get("config") or {}).get("rules")
+    if not name:
+        policy = (verdict.get("config") or {}).get("torch_op_policy", "reject")
+        return f"{'strict' if policy == 'reject' else 'kernelbench'} (judged before rule sets: torch_op_policy {policy})"
+    return header_line(name)
 
 
 def _tolerance(verdict: dict[str, Any]) -> str:

@@ -51,6 +51,7 @@ def run_summary(run: dict[str, Any]) -> Table:
     rows = [("run", run["id"]), ("problem", run["problem_path"]),
             ("backend", (settings.get("problem") or {}).get("backend", "?")),
             ("strategy", search.get("strategy", "?")), ("llm", llm.get("default") or "-"),
+            ("rules", _rules(settings)),
             ("evaluation", settings.get("eval", "local")),
             ("status", f"{run['status']}" + (f": {run['status_detail']}" if run.get("status_detail") else "")),
             ("best", f"{run['best_candidate']} at {_speed(run.get('best_speedup'))}" if run.get("best_candidate") else "-"),
@@ -58,6 +59,37 @@ def run_summary(run: dict[str, Any]) -> Table:
             ("limits", ", ".join(f"{k}={v}" for k, v in limits.items()) or "none")]
     for name, value in rows:
         table.add_row(name, escape(str(value)))
+    return table
+
+
+def _rules(settings: dict[str, Any]) -> str:
+    from kernelwright.rules import header_line
+
+    judge = settings.get("judge") or {}
+    if not judge:
+        return "-"
+    name = judge.get("rules") or ("strict" if judge.get("torch_op_policy", "reject") == "reject" else "kernelbench")
+    return header_line(name)
+
+
+def rules_table(rows: list[dict[str, Any]]) -> Table:
+    """Candidates by rule set (rows from `RunStore.verdict_rows`): status and speedup over eager in
+    each column, so one run shows what passes under kernelbench, library and strict."""
+    from kernelwright.rules import NAMES
+
+    present = [n for n in NAMES if any(r["rules"] == n for r in rows)]
+    present += sorted({r["rules"] for r in rows} - set(present))
+    cells: dict[str, dict[str, str]] = {}
+    for row in rows:
+        style = STATUS_STYLE.get(row["status"], "")
+        speed = f" {_speed(row['speedup_eager'])}" if row["status"] == "pass" and row.get("speedup_eager") else ""
+        cells.setdefault(row["candidate_id"], {})[row["rules"]] = f"[{style}]{row['status']}[/]{speed}"
+    table = Table(title="verdicts by rule set (speedup vs eager)")
+    table.add_column("candidate")
+    for name in present:
+        table.add_column(name)
+    for candidate, by_rules in cells.items():
+        table.add_row(escape(candidate), *(by_rules.get(name, "-") for name in present))
     return table
 
 

@@ -61,7 +61,7 @@ class ContextBuilder:
         tried = "\n".join(x for x in (digest.rstrip(), extra_lines.rstrip()) if x)
         return AgentContext(
             problem_name=self.problem.name, problem_source=self.problem.source,
-            backend=self.problem.backend, device=self.problem.device,
+            backend=self.problem.backend, device=self.problem.device, rules=self.problem.rules,
             op_kinds=list(self.problem.op_kinds), bottleneck=bottleneck,
             best=best_view, parent=parent_view, failure=failure, tried_digest=tried,
             skills=self._skills(agent, bottleneck, plan_text, parent),

@@ -27,6 +27,7 @@ class ProblemInfo:
     # what the reference is made of (problem.reference.ReferenceInfo as a dict): its own Triton/CUDA
     # kernels or PyTorch ops, inputs it writes in place, whether the backward pass is part of the work
     reference: dict[str, Any] = field(default_factory=dict)
+    rules: str = "kernelbench"  # the rule set candidates are judged by (kernelwright.rules): agents are told
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

@@ -6,7 +6,8 @@ Tables (all keyed by run id, so one file may hold many runs):
     asks        the replay log: every ask the engine made (payload JSON) and its result JSON
     journal     the order in which results (and budget changes) were told to the engine
     candidates  the tree: code, plan, parent links, search statistics (rebuilt by a replay)
-    verdicts    the judge's full verdict per evaluated candidate
+    verdicts    the judge's full verdict per evaluated candidate and rule set (a run's candidates can be
+                re-judged under another rule set: `kernelwright rejudge`)
     llm_calls   every model call: request (no secrets), answer, usage, cost, provider, latency
     events      anything else worth reading later (paused, resumed, diverged, finished)
 
@@ -22,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "run.sqlite"
 
 _SCHEMA_V1 = """
@@ -64,8 +65,47 @@ CREATE INDEX llm_calls_ask ON llm_calls (run_id, ask_id);
 CREATE INDEX events_run ON events (run_id, id);
 """
 
-# version -> script that brings a database at version-1 to version
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+def verdict_rules(verdict: dict[str, Any]) -> str:
+    """The rule set a stored verdict was judged by; verdicts from before rule sets carry the judge's
+    `torch_op_policy` ("reject" was what is now the strict rule set)."""
+    config = verdict.get("config") or {}
+    if verdict.get("rules") or config.get("rules"):
+        return str(verdict.get("rules") or config["rules"])
+    policy = config.get("torch_op_policy", "reject")
+    return "strict" if policy == "reject" else "kernelbench"
+
+
+def _migrate_v2(conn: sqlite3.Connection) -> None:
+    """Verdicts keyed by (run, candidate, rule set), so one run holds verdicts under several sets."""
+    _run_script(conn, """
+        CREATE TABLE verdicts_v2 (
+            run_id TEXT NOT NULL, candidate_id TEXT NOT NULL, rules TEXT NOT NULL, status TEXT NOT NULL,
+            stage TEXT, speedup_eager REAL, speedup_compile REAL, median_ms REAL, device TEXT,
+            json TEXT NOT NULL, created TEXT NOT NULL, PRIMARY KEY (run_id, candidate_id, rules));""")
+    cursor = conn.execute("SELECT * FROM verdicts")
+    columns = [d[0] for d in cursor.description]
+    for row in cursor.fetchall():
+        data = dict(zip(columns, row, strict=True))
+        rules = verdict_rules(json.loads(data["json"]))
+        conn.execute("INSERT INTO verdicts_v2 (run_id, candidate_id, rules, status, stage, speedup_eager,"
+                     " speedup_compile, median_ms, device, json, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                     (data["run_id"], data["candidate_id"], rules, data["status"], data["stage"],
+                      data["speedup_eager"], data["speedup_compile"], data["median_ms"], data["device"],
+                      data["json"], data["created"]))
+    _run_script(conn, "DROP TABLE verdicts; ALTER TABLE verdicts_v2 RENAME TO verdicts;")
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Statements separated by ';' (no triggers or strings with ';' in the schema), inside the
+    caller's transaction: executescript would commit on its own."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+# version -> script (or function) that brings a database at version-1 to version
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {1: _SCHEMA_V1, 2: _migrate_v2}
 
 
 class StoreError(RuntimeError):
@@ -100,9 +140,18 @@ def migrate(conn: sqlite3.Connection) -> int:
         raise StoreError(f"the run database has schema version {version}, newer than this "
                          f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
     for target in range(version + 1, SCHEMA_VERSION + 1):
-        with conn:
-            conn.executescript(MIGRATIONS[target])
+        step = MIGRATIONS[target]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if callable(step):
+                step(conn)
+            else:
+                _run_script(conn, step)
             conn.execute(f"PRAGMA user_version = {target}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
     return SCHEMA_VERSION
 
 
@@ -286,9 +335,9 @@ class RunStore:
     def _save_verdict(self, c: sqlite3.Connection, run_id: str, candidate_id: str, verdict: dict) -> None:
         speedup = verdict.get("speedup") or {}
         timing = verdict.get("timing") or {}
-        c.execute("INSERT OR REPLACE INTO verdicts (run_id, candidate_id, status, stage, speedup_eager,"
-                  " speedup_compile, median_ms, device, json, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                  (run_id, candidate_id, verdict.get("status", "error"), verdict.get("stage"),
+        c.execute("INSERT OR REPLACE INTO verdicts (run_id, candidate_id, rules, status, stage, speedup_eager,"
+                  " speedup_compile, median_ms, device, json, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                  (run_id, candidate_id, verdict_rules(verdict), verdict.get("status", "error"), verdict.get("stage"),
                    speedup.get("eager"), speedup.get("compile_default"), timing.get("median_ms"),
                    verdict.get("device"), _dumps(verdict), now()))
 
@@ -297,10 +346,30 @@ class RunStore:
         with self._tx() as c:
             self._save_verdict(c, run_id, candidate_id, verdict)
 
-    def verdict(self, run_id: str, candidate_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT json FROM verdicts WHERE run_id = ? AND candidate_id = ?",
-                                (run_id, candidate_id)).fetchone()
+    def verdict(self, run_id: str, candidate_id: str, rules: str | None = None) -> dict[str, Any] | None:
+        """The candidate's verdict under `rules`; None: under the rule set the run was searched with,
+        else its first verdict (re-judged ones come later)."""
+        wanted = rules or self.run_rules(run_id)
+        if wanted is not None:
+            row = self.conn.execute("SELECT json FROM verdicts WHERE run_id = ? AND candidate_id = ? AND rules = ?",
+                                    (run_id, candidate_id, wanted)).fetchone()
+            if row is not None or rules is not None:
+                return _loads(row["json"]) if row else None
+        row = self.conn.execute("SELECT json FROM verdicts WHERE run_id = ? AND candidate_id = ?"
+                                " ORDER BY created, rowid LIMIT 1", (run_id, candidate_id)).fetchone()
         return _loads(row["json"]) if row else None
+
+    def run_rules(self, run_id: str) -> str | None:
+        """The rule set the run was searched with (from its stored judge settings), if it says."""
+        row = self.conn.execute("SELECT settings FROM runs WHERE id = ?", (run_id,)).fetchone()
+        judge = ((_loads(row["settings"]) or {}).get("judge") or {}) if row else {}
+        return verdict_rules({"rules": judge.get("rules"), "config": judge}) if judge else None
+
+    def verdict_rows(self, run_id: str) -> list[dict[str, Any]]:
+        """Every stored verdict's summary row (no JSON): candidate, rule set, status, speedups."""
+        return [dict(r) for r in self.conn.execute(
+            "SELECT run_id, candidate_id, rules, status, stage, speedup_eager, speedup_compile, median_ms, device,"
+            " created FROM verdicts WHERE run_id = ? ORDER BY created, rowid", (run_id,))]
 
     def _save_llm_call(self, c: sqlite3.Connection, run_id: str, call: dict[str, Any]) -> None:
         completion = call.get("completion") or {}

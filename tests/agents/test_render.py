@@ -41,12 +41,24 @@ def test_system_prompt_states_the_judge_rules_and_the_backend(agent_cls, relu_co
     triton_system = system_text(agent_cls().request(relu_context))
     cuda_system = system_text(agent_cls().request(fused_context))
     for text in (triton_system, cuda_system):
-        assert "ModelNew" in text and "caching outputs" in text and "side stream" in text
-        assert "TF32" in text
-    assert "@triton.jit" in triton_system and "load_inline" not in triton_system
+        assert "ModelNew" in text and "no caching" in text and "current CUDA stream" in text
+        assert "3xTF32" in text and "Rule set: `kernelbench`" in text
+    assert "@triton.jit" in triton_system and "getCurrentCUDAStream" not in triton_system
     assert "load_inline" in cuda_system and "getCurrentCUDAStream" in cuda_system
-    assert "--use_fast_math" in cuda_system  # named only to forbid it
+    assert "--use_fast_math" in cuda_system  # named to prefer targeted intrinsics
     assert "NVIDIA H100" in triton_system
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "library", "strict"])
+def test_system_prompt_carries_the_rendered_rules_of_the_run(rules, relu_context):
+    from dataclasses import replace
+
+    from kernelwright.rules import prompt_markdown
+
+    text = system_text(Coder().request(replace(relu_context, rules=rules)))
+    assert prompt_markdown(rules) in text  # one source of truth: the rules package
+    others = {"kernelbench", "library", "strict"} - {rules}
+    assert all(f"Rule set: `{other}`" not in text for other in others)
 
 
 def test_code_writing_agents_get_the_worked_example_of_their_backend(relu_context, fused_context):

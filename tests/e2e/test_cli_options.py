@@ -57,6 +57,18 @@ def test_flags_beat_the_config_file(tmp_path):
     assert opts.llm_roles == {"coder": "openai:gpt-5"}
 
 
+def test_rules_come_from_the_flag_or_the_config_file(tmp_path):
+    assert options().judge.rules == "kernelbench"
+    config = tmp_path / "kw.toml"
+    config.write_text('[optimize]\nrules = "library"\n')
+    assert options(config_file=str(config)).judge.rules == "library"
+    assert options(config_file=str(config), rules="strict").judge.rules == "strict"
+    config.write_text('[judge]\nrules = "strict"\n')
+    assert options(config_file=str(config)).judge.rules == "strict"
+    with pytest.raises(UsageError, match="unknown rule set"):
+        options(rules="lenient")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"backend": "hip"}, "--backend"), ({"eval_mode": "cloud"}, "--eval"), ({"strategy": "random"}, "strategy"),
     ({"sets": ["drafts=two"]}, "drafts"), ({"sets": ["novalue"]}, "name=value"),

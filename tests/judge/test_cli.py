@@ -45,8 +45,8 @@ def test_usage_errors_exit_with_2(tmp_path):
     assert missing.exit_code == 2
     bad_set = runner.invoke(app, ["judge", "a.py", "b.py", "--set", "no-equals-sign"])
     assert bad_set.exit_code == 2
-    bad_policy = runner.invoke(app, ["judge", "a.py", "b.py", "--torch-ops", "maybe"])
-    assert bad_policy.exit_code == 2
+    bad_rules = runner.invoke(app, ["judge", "a.py", "b.py", "--rules", "maybe"])
+    assert bad_rules.exit_code == 2 and "kernelbench" in bad_rules.output
     nothing = runner.invoke(app, ["judge"])
     assert nothing.exit_code == 2
     broken = tmp_path / "broken_problem.py"  # hand-written: no Model, no get_inputs
@@ -63,3 +63,21 @@ def test_baseline_command_on_a_problem_file():
     data = json.loads(result.output)
     (entry,) = data.values()
     assert entry["eager"]["median_ms"] > 0 and entry["eager"]["method"] == "wall_cpu"
+
+
+def test_verdict_table_shows_rules_margin_and_torch_work():
+    from rich.console import Console
+
+    from kernelwright.cli.judge_cmd import verdict_table
+    from kernelwright.judge.verdict import TrialResult, Verdict, WorkRecord
+
+    verdict = Verdict(problem="p.py", candidate="c.py", status="pass", stage="done", rules="library",
+                      trials=[TrialResult(0, 42, "given", True, error_ratio=0.03, rel_l2_ratio=0.01)],
+                      precision={"margin": {"elementwise": 0.03, "rel_l2": 0.01, "worst": 0.03}},
+                      work=WorkRecord("library", reference={"matmul": 1, "elementwise": 1}, torch={"matmul": 1},
+                                      extension={"matmul": 1}, launches={"triton": {"k": 2}}))  # hand-written
+    console = Console(width=200, record=True)
+    console.print(verdict_table(verdict))
+    text = console.export_text()
+    assert "library" in text and "0.03 of the elementwise tolerance" in text
+    assert "candidate's torch matmul 1 (extension matmul 1); own launches 2" in text

@@ -13,6 +13,7 @@ from kernelwright.problem import load_problem
 
 # hand-written fake ceilings: small numbers so both terms are easy to compute
 FAKE = Peaks("fake gpu", "0", copy_gbps=100.0, tflops={"fp32": 0.001, "tf32": 0.008, "bf16": 0.016, "fp16": 0.016})
+FP32_ONLY = Peaks("fake gpu without tensor cores", "0", copy_gbps=100.0, tflops={"fp32": 0.001})
 
 # a hand-written tiny problem in KernelBench format
 LINEAR = textwrap.dedent("""\
@@ -58,11 +59,29 @@ def test_floor_of_a_linear_layer(linear_problem):
     flops = 2 * b * i * o
     nbytes = 4 * (b * i + o * i + o + b * o)  # input, weight, bias, output, each once
     assert floor.flops == flops and floor.bytes == nbytes
-    compute_ms = flops / (FAKE.tflops["fp32"] * 1e12) * 1e3
+    # fp32-accurate 3xTF32 (a third of the TF32 rate) beats the fp32 peak of the fake device
+    rate = FAKE.tflops["tf32"] / 3
+    assert rate > FAKE.tflops["fp32"]
+    compute_ms = flops / (rate * 1e12) * 1e3
     memory_ms = nbytes / (FAKE.copy_gbps * 1e9) * 1e3
     assert floor.floor_ms == pytest.approx(max(compute_ms, memory_ms))
     assert floor.bound == ("compute" if compute_ms > memory_ms else "memory")
-    assert floor.peak_kind == "fp32" and floor.peak_source == "measured"
+    assert floor.peak_kind == "tf32x3" and floor.peak_source == "measured"
+
+
+def test_fp32_floor_counts_3xtf32_only_where_it_beats_the_fp32_peak():
+    slow_tensor_cores = Peaks("fake gpu", "0", copy_gbps=100.0, tflops={"fp32": 0.001, "tf32": 0.0024})
+    assert kwfloor.matmul_rate(slow_tensor_cores, "fp32") == (0.001, "fp32")  # 0.0008 < 0.001
+    assert kwfloor.matmul_rate(FAKE, "fp32") == (pytest.approx(0.008 / 3), "tf32x3")
+    assert kwfloor.matmul_rate(FAKE, "tf32") == (0.008, "tf32")  # TF32 allowed: the full rate
+    assert kwfloor.matmul_rate(FAKE, "bf16") == (0.016, "bf16")
+
+
+def test_h100_datasheet_fp32_floor_is_the_3xtf32_rate():
+    """The case the rule fixes: a correct 3xTF32 kernel read 112% of an fp32-SIMT floor."""
+    h100 = datasheet_peaks("NVIDIA H100 80GB HBM3")
+    rate, kind = kwfloor.matmul_rate(h100, "fp32")
+    assert kind == "tf32x3" and rate == pytest.approx(h100.tflops["tf32"] / 3) and rate > h100.tflops["fp32"]
 
 
 def test_tf32_allowed_uses_the_tf32_peak(linear_problem):
@@ -127,7 +146,7 @@ def test_compute_bound_matmul_from_kernelbench(kernelbench):
     floor = kwfloor.compute_floor(problem, "cuda", peaks=peaks)
     n = problem.module.N
     assert floor.flops == 2 * n**3 and floor.bound == "compute"
-    assert floor.peak_tflops == peaks.tflops["fp32"]  # an fp32 reference: CUDA-core rate
+    assert floor.peak_tflops == peaks.tflops["tf32"] / 3  # an fp32 reference: fp32-accurate 3xTF32 rate
 
 
 def test_no_peaks_on_cpu_means_no_floor(linear_problem):
@@ -135,7 +154,7 @@ def test_no_peaks_on_cpu_means_no_floor(linear_problem):
 
 
 def test_apply_sets_percent_and_flags():
-    floor = kwfloor.floor_from(2e6, 0.0, FAKE, "fp32")  # 2e6 FLOP at 1e9 FLOP/s: 2 ms
+    floor = kwfloor.floor_from(2e6, 0.0, FP32_ONLY, "fp32")  # 2e6 FLOP at 1e9 FLOP/s: 2 ms
     assert floor.floor_ms == pytest.approx(2.0)
     slower, flags = kwfloor.apply(floor, stats(4.0))
     assert slower.pct_of_floor == pytest.approx(50.0) and flags == []
@@ -147,5 +166,5 @@ def test_apply_sets_percent_and_flags():
 
 
 def test_floor_needs_something_to_count():
-    assert kwfloor.floor_from(0.0, 0.0, FAKE, "fp32") is None
+    assert kwfloor.floor_from(0.0, 0.0, FP32_ONLY, "fp32") is None
     assert kwfloor.floor_from(1e9, 0.0, Peaks("x", "0", 0.0, {}), "fp32") is None

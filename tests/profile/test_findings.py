@@ -76,7 +76,7 @@ def test_fp32_gemm_without_tensor_cores():
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": 0.0,
     })
     (finding,) = kernel_findings(evidence(profile, 0.9))
-    assert finding.tags == ["tensor-cores", "tf32-precision-policy"]
+    assert finding.tags == ["tensor-cores", "tf32-precision-policy", "tf32x3-split-gemm"]
     assert "FMA pipe 78%" in finding.text and finding.impact == pytest.approx(0.9 * 0.8)
 
 

@@ -228,3 +228,12 @@ def test_eval_result_condenses_a_verdict_with_its_profile():
     assert (result.outcome, result.bottleneck, result.trials_passed) == ("faster", "memory", 1)
     assert result.findings == ["DRAM at 91% of peak [vectorized-access]"]
     assert result.summary() == "correct (1/1 trials), 1.70x vs eager"
+
+
+@pytest.mark.parametrize("rules", ["kernelbench", "strict"])
+def test_prompts_state_the_rule_set_of_the_run(rules):
+    from dataclasses import replace
+
+    e = Engine(replace(problem(), rules=rules), "greedy", Limits(), Settings(strategy="greedy", drafts=1, parallel=1))
+    system = e.ask()[0].request.messages[0].content
+    assert f"Rule set: `{rules}`" in system

@@ -124,6 +124,7 @@ class Session:
         if (self.run_dir / "run.sqlite").exists():
             raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
         judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
+        info = dataclasses.replace(info, rules=judge.rules)
         llm, roles = _llm_specs(options, self.run_dir)
         self.stored = {"search": options.settings.to_dict(), "limits": options.limits.to_dict(),
                        "seed": options.seed, "problem": info.to_dict(), "judge": judge.to_dict(),
@@ -152,7 +153,9 @@ class Session:
 
     @property
     def problem(self) -> ProblemInfo:
-        return ProblemInfo.from_dict(self.stored["problem"])
+        # the rule set comes from the judge settings: runs stored before rule sets map their policy
+        rules = JudgeConfig.from_dict(self.stored["judge"]).rules
+        return ProblemInfo.from_dict({**self.stored["problem"], "rules": rules})
 
     def _skills(self):
         from kernelwright.memory.skills import SkillLibrary
