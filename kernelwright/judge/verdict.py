@@ -130,6 +130,8 @@ class Verdict:
     process: ProcessInfo | None = None
     profile: dict[str, Any] | None = None  # kernelwright.profile ProfileReport.to_dict(), when asked for
     energy: dict[str, Any] | None = None  # joules per call (GPU), or {"available": False, "reason": ...}
+    # the share of each kernel in the candidate's GPU time (judge/kernel_times.py), or why not
+    kernels: dict[str, Any] | None = None
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)

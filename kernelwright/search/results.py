@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .verdict_facts import verdict_facts
+
 FAILURE_CHARS = 3000  # a failure text longer than this is cut (head and tail kept)
 
 
@@ -39,6 +41,15 @@ class EvalResult:
     bottleneck: str | None = None
     device: str = "cpu"
     timing_method: str = ""
+    iqr_ms: float | None = None
+    timed_calls: int | None = None
+    timing_note: str = ""  # e.g. "CPU wall time: not GPU performance"
+    l2_flushed: bool = False
+    floor: dict[str, Any] = field(default_factory=dict)  # judge Floor fields (floor_ms, pct_of_floor, bound, ...)
+    kernels: dict[str, Any] = field(default_factory=dict)  # judge/kernel_times.py record
+    profile: dict[str, Any] = field(default_factory=dict)  # profile_facts(): class, hot kernels, notices
+    margin: float | None = None  # worst measured error / allowed error over the trials (1.0 = at the limit)
+    shrunk: bool = False  # judged at the CPU's shrunk sizes
 
     @property
     def passed(self) -> bool:
@@ -89,6 +100,7 @@ class EvalResult:
             error="" if verdict.passed else failure_text(verdict),
             findings=_findings(profile), bottleneck=_bottleneck(verdict, profile),
             device=verdict.device, timing_method=verdict.timing.method if verdict.timing else "",
+            **verdict_facts(verdict, profile),
         )
 
 
@@ -153,7 +165,7 @@ def _findings(profile: dict) -> list[str]:
     for item in profile.get("findings") or []:
         if isinstance(item, str):
             out.append(item)
-        elif isinstance(item, dict) and item.get("text"):
+        elif isinstance(item, dict) and item.get("text") and item.get("kind") != "notice":  # notices: profile_facts
             tags = "".join(f"[{t}]" for t in item.get("tags") or [])
             out.append(f"{item['text']} {tags}".strip())
     return out[:8]
