@@ -64,12 +64,37 @@ def in_progress_lines(plans: Iterable[tuple[str, str]]) -> list[str]:
     return lines
 
 
+def as_ranker(skills: Any) -> SkillRanker | None:
+    """A SkillRanker from what the engine was given: a ranker, a SkillLibrary, or an older
+    `retrieve(query_text, conditions, k)` callable (word-overlap order, kept for callers of it)."""
+    import inspect
+
+    from kernelwright.memory.ranking import rank_skills
+    from kernelwright.memory.skills import Conditions, SkillLibrary
+
+    if skills is None or isinstance(skills, SkillLibrary):
+        return None if skills is None else (lambda query, limit: rank_skills(skills, query, limit))
+    try:
+        positional = [p for p in inspect.signature(skills).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return skills
+    if len(positional) != 3:
+        return skills
+
+    def legacy(query: SkillQuery, limit: int) -> list:
+        conditions = Conditions(op_kinds=list(query.op_kinds) or None, bottleneck=query.bottleneck,
+                                backend=query.backend, gpu=query.gpu)
+        return list(skills(query.text, conditions, limit))
+    return legacy
+
+
 class ContextBuilder:
     def __init__(self, problem: ProblemInfo, settings: Settings, skills: SkillRanker | None = None, *,
                  target: Any = None, extra: Mapping[str, Any] | None = None):
         self.problem = problem
         self.settings = settings
-        self.skills = skills
+        self.skills = as_ranker(skills)
         self.target = target
         self.extra = dict(extra or {})
 

@@ -122,6 +122,7 @@ def _wait_for_answers(run_dir: Path, process: subprocess.Popen, at_least: int, t
     raise AssertionError(f"fewer than {at_least} answers after {timeout} s")
 
 
+@pytest.mark.timeout(600)  # five CLI runs and two judged candidates, on a shared CPU
 def test_exchange_pauses_until_answers_are_written_then_completes(tmp_path):
     run_dir = tmp_path / "run"
     result = scenario.cli(scenario.optimize_args(run_dir, "exchange"), cwd=tmp_path)

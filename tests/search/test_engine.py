@@ -301,3 +301,20 @@ def test_evaluations_ask_for_profiles_on_a_gpu_target_within_the_budget():
     cpu = engine(iterations=1)
     Script(lambda *a: passed(1.2)).run(cpu)
     assert not any(getattr(a, "profile", False) for a in cpu.ask())
+
+
+def test_a_skill_library_or_an_older_retriever_can_stand_in_for_the_ranker():
+    from kernelwright.memory.skills import builtin_library
+
+    library = builtin_library()
+    with_library = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1), skills=library)
+    assert "## [memory-bound-elementwise-fusion]" in with_library.ask()[0].request.messages[-1].content
+    seen = []
+
+    def retrieve(query, conditions, k):  # the older signature: text, Conditions, k
+        seen.append((query, conditions, k))
+        return library.retrieve(query, conditions, k)
+
+    older = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1, skills_k=2), skills=retrieve)
+    older.ask()
+    assert seen and "relu" in seen[0][0] and "elementwise" in seen[0][1].op_kinds and seen[0][2] == 2

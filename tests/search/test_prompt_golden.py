@@ -39,7 +39,7 @@ def test_the_target_is_the_device_of_the_evaluation(run):
             assert "Device: NVIDIA H100 80GB HBM3 (sm_90)" in prompt.system
             assert "132 streaming multiprocessors" in prompt.system and "227 KiB per block" in prompt.system
             assert "L2 cache: 50 MiB" in prompt.system and "65536 per SM" in prompt.system
-            assert "copy bandwidth 3006 GB/s" in prompt.system and "fp32 52" in prompt.system
+            assert "copy bandwidth 3006 GB/s" in prompt.system and "fp32 51.9, tf32 363" in prompt.system
             assert "measured on this device" in prompt.system
             assert "interpreter" not in prompt.system.lower()
             assert "Speed-of-light floor on the target: 5.76 ms per call, memory-bound" in prompt.user
