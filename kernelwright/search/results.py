@@ -62,9 +62,7 @@ class EvalResult:
         return value if value is not None else self.speedup.get("eager")
 
     def summary(self, objective: str = "eager") -> str:
-        """One line for an agent prompt or a table. Speedups are rounded to two decimals and
-        no milliseconds are quoted, so a prompt does not change with timing noise (and a
-        recorded answer still matches it)."""
+        """One line for tables and logs (prompts show the whole evidence: search/context.verdict_view)."""
         trials = f"{self.trials_passed}/{self.trials_total} trials" if self.trials_total else "no trials"
         if self.passed:
             speed = self.speedup_for(objective)
