@@ -10,7 +10,7 @@ import re
 from . import sections
 from .base import Agent
 from .context import REQUIRED, Section
-from .plan_parse import cited_tags, normalise_tag
+from .plan_parse import cited_tags, known_only, normalise_tag
 from .planner import base_and_best
 from .types import AgentContext, Diagnosis, ParseFailure
 
@@ -27,8 +27,9 @@ class Analyst(Agent):
     default_max_tokens = 1536
     default_temperature = 0.2
 
-    def __init__(self, *args, max_skills: int = 3, **kwargs) -> None:
+    def __init__(self, *args, max_skills: int = 3, known_skills=None, **kwargs) -> None:
         super().__init__(*args, max_skills=max_skills, **kwargs)
+        self.known_skills = frozenset(known_skills) if known_skills is not None else None
 
     def sections(self, ctx: AgentContext) -> list[Section]:
         base, best = base_and_best(ctx)
@@ -38,10 +39,10 @@ class Analyst(Agent):
         chosen = [sections.task(env, ctx),
                   sections.candidate_verdict(env, self.name, base, "base_verdict", REQUIRED),
                   sections.candidate_code(env, self.name, base, "base_code", 10),
-                  sections.failure(env, ctx, 20), sections.tried(env, ctx, 40)]
+                  sections.failure(env, ctx, 20), sections.tried(env, ctx, 40, in_progress=True)]
         if best is not None:
             chosen.append(sections.candidate_verdict(env, self.name, best, "best_verdict", 30))
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, self.skill_chars)
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Diagnosis | ParseFailure:
@@ -66,4 +67,4 @@ class Analyst(Agent):
         if len(diagnosis) < MIN_DIAGNOSIS_CHARS:
             return self.failure("the diagnosis is missing or too short to act on")
         tags += cited_tags(diagnosis)
-        return Diagnosis(text=diagnosis, bottleneck=bottleneck, tags=list(dict.fromkeys(tags)))
+        return Diagnosis(text=diagnosis, bottleneck=bottleneck, tags=known_only(list(dict.fromkeys(tags)), self.known_skills))

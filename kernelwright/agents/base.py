@@ -35,7 +35,7 @@ class Agent:
     default_temperature = 0.2
 
     def __init__(self, prompt_dirs: Iterable[Path | str] | None = None, *, max_tokens: int | None = None,
-                 temperature: float | None = None, max_skills: int = 4, skill_chars: int = 2400) -> None:
+                 temperature: float | None = None, max_skills: int = 4) -> None:
         self.env = templates.make_environment(prompt_dirs)
         self.role_template = self.role_template or f"roles/{self.name}.md.j2"
         self.format_template = self.format_template or f"format_{self.name}.md.j2"
@@ -43,8 +43,7 @@ class Agent:
             templates.load_template(self.env, name)  # a broken custom prompt fails here, not mid-run
         self.max_tokens = max_tokens or self.default_max_tokens
         self.temperature = self.default_temperature if temperature is None else temperature
-        self.max_skills = max_skills
-        self.skill_chars = skill_chars
+        self.max_skills = max_skills  # skills are shown whole: the most that may go in, from the top
 
     # --- what subclasses provide -------------------------------------------------------------
     def sections(self, ctx: AgentContext) -> list[Section]:
@@ -59,9 +58,9 @@ class Agent:
         example = templates.raw_source(self.env, f"examples/{ctx.backend}_elementwise.py") \
             if self.show_example else ""
         return {"ctx": ctx, "agent": self.name, "agent_title": self.title, "backend": ctx.backend,
-                "device": ctx.device or "unknown", "example": example, "role_template": self.role_template,
-                "format_template": self.format_template, "rules": ctx.rules,
-                "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or ""))}
+                "device": ctx.device or "unknown", "target": ctx.target, "interpreter": runs_in_interpreter(ctx),
+                "example": example, "role_template": self.role_template, "format_template": self.format_template,
+                "rules": ctx.rules, "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or ""))}
 
     def render(self, ctx: AgentContext) -> list[Message]:
         return self.assemble(ctx)[0]
@@ -108,6 +107,14 @@ class Agent:
         request.messages += [Message("assistant", answer or "(empty answer)"), Message("user", failure.feedback)]
         request.metadata["retry_of_parse_failure"] = failure.reason
         return request
+
+
+def runs_in_interpreter(ctx: AgentContext) -> bool:
+    """True only when candidates are really judged on a CPU (Triton in its interpreter)."""
+    if ctx.target is not None:
+        return getattr(ctx.target, "kind", "") == "cpu"
+    device = (ctx.device or "").lower()
+    return "interpreter" in device or device.startswith("cpu")
 
 
 class _Blocks(dict):

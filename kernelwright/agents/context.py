@@ -118,7 +118,8 @@ class Section:
     trim: str = "head"
     min_chars: int = 400
     group: str = ""
-    note: str = ""  # e.g. "pre-cut to 2400 chars", reported alongside the section
+    note: str = ""  # e.g. "pre-cut to 6000 chars", reported alongside the section
+    chain: bool = False  # ranked: once one of its group is dropped, the group's later ones are too
 
     def __post_init__(self) -> None:
         if self.trim not in TRIM_MODES:
@@ -185,15 +186,21 @@ def fit_sections(sections: list[Section], budget: int, fixed_tokens: int = 0) ->
     report = ContextReport(budget=budget, estimator=estimator_name(), fixed_tokens=fixed_tokens)
     available = budget - fixed_tokens
     chosen: dict[int, str] = {}
+    broken: set[str] = set()  # chained groups in which a section was dropped
     order = sorted(range(len(sections)), key=lambda i: (sections[i].priority, i))
     for i in order:
         section = sections[i]
+        if section.chain and section.group in broken and not section.required:
+            report.dropped.append(section.name)
+            continue
         fitted = _fit_one(section, available)
         if fitted is None and section.required:
             fitted = (_smallest_cut(section), section.trim != "none")
             report.over_budget = True
         if fitted is None:
             report.dropped.append(section.name)
+            if section.chain:
+                broken.add(section.group)
             continue
         text, cut = fitted
         chosen[i] = text

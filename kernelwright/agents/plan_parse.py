@@ -13,38 +13,11 @@ from kernelwright.llm.parse import extract_json
 from .types import Plan
 
 MAX_STEPS = 3
-MAX_RATIONALE_CHARS = 600
 _TAG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # `[skill-name]` citations: not an index (`x[i]`, preceded by a word character) nor a link
 _BRACKET_TAG = re.compile(r"(?<![\w\])])\[([A-Za-z][A-Za-z0-9 _-]*[A-Za-z0-9])\](?!\()")
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _NUMBERED = re.compile(r"^\s*(?:\*\*)?(\d+)[.)](?:\*\*)?\s+(.*\S)")
-_KEY_STOP = frozenset(
-    "a an and the to of for in on with by into from use using via then try implement write make "
-    "kernel kernels custom new instead one single each all it its this that".split()
-)
-# Synonyms of the optimisation verbs, so "fusing" and "merge" give the same approach key.
-_VERBS = {
-    "fuse": "fuse fuses fused fusing fusion merge merging combine combining",
-    "tile": "tile tiles tiled tiling",
-    "vectorize": "vectorize vectorise vectorized vectorised vectorizing vectorising vectorization",
-    "coalesce": "coalesce coalesced coalescing",
-    "unroll": "unroll unrolled unrolling",
-    "pipeline": "pipeline pipelined pipelining prefetch prefetching double-buffer",
-    "transpose": "transpose transposed transposing",
-    "split": "split splitting split-k",
-    "tune": "tune tuned tuning autotune autotuning retune",
-    "persist": "persistent persist",
-    "specialize": "specialize specialise specialized specialised specialization",
-    "recompute": "recompute recomputation",
-    "pad": "pad padded padding",
-    "swizzle": "swizzle swizzled swizzling",
-    "shuffle": "shuffle shuffles warp-shuffle",
-    "reorder": "reorder reordered reordering",
-}
-_VERB_OF = {word: verb for verb, words in _VERBS.items() for word in words.split()}
-
-
 def normalise_tag(raw: Any) -> str | None:
     """`Operator Fusion` / `[operator_fusion]` -> `operator-fusion`; None for empty or odd values."""
     if not isinstance(raw, str):
@@ -65,24 +38,18 @@ def cited_tags(text: str) -> list[str]:
     return tags
 
 
-def main_verb(*texts: str) -> str:
-    """The first optimisation verb (canonical form) found in the texts, or ''."""
-    for text in texts:
-        for word in re.findall(r"[a-z][a-z-]*", (text or "").lower()):
-            if word in _VERB_OF:
-                return _VERB_OF[word]
-    return ""
+def approach_label(approach: str, steps: list[str]) -> str:
+    """The planner's own label of the idea, whole (whitespace collapsed); without one, the first
+    step's text. Never built from skill names, never cut: it is what "Already tried" and "In
+    progress" quote back to the next planner."""
+    label = " ".join((approach or "").split())
+    return label or (" ".join(steps[0].split()) if steps else "unspecified")
 
 
-def make_approach_key(approach: str, tags: list[str], steps: list[str]) -> str:
-    """Sorted skill tags (the stable part) with the main verb; else the approach's key words."""
-    verb = main_verb(approach, *steps)
-    if tags:
-        joined = "+".join(sorted(set(tags)))
-        return f"{verb}:{joined}" if verb else joined
-    source = approach.strip() or (_BACKTICKED.sub(" ", steps[0]) if steps else "")
-    words = [w for w in re.findall(r"[a-z0-9]+", source.lower()) if w not in _KEY_STOP]
-    return "-".join(words[:5]) or (verb or "unspecified")
+def known_only(tags: list[str], known: frozenset[str] | None) -> list[str]:
+    """Tags that name a skill of the library (all of them when the library is not known): a tile
+    name written as `[BM]` is not a skill citation."""
+    return list(tags) if known is None else [t for t in tags if t in known]
 
 
 def _region_text(region: str) -> str:
@@ -99,7 +66,7 @@ def _sentence(change: str) -> str:
     return change
 
 
-def _step_from_json(item: Any, number: int) -> tuple[str, list[str]] | str:
+def _step_from_json(item: Any, number: int, known: frozenset[str] | None) -> tuple[str, list[str]] | str:
     """(step text, tags) or an error message for the model."""
     if isinstance(item, str):
         item = {"change": item}
@@ -115,8 +82,8 @@ def _step_from_json(item: Any, number: int) -> tuple[str, list[str]] | str:
                 "line it changes (e.g. \"ModelNew.forward\")")
     skills = item.get("skill", item.get("skills"))
     raw_tags = skills if isinstance(skills, list) else [skills]
-    tags = [t for t in (normalise_tag(s) for s in raw_tags) if t]
-    tags += [t for t in cited_tags(change) if t not in tags]
+    tags = known_only([t for t in (normalise_tag(s) for s in raw_tags) if t], known)
+    tags += [t for t in known_only(cited_tags(change), known) if t not in tags]
     text = f"In {_region_text(region)}, {_sentence(change)}" if region.strip() else change.strip()
     cited = [t for t in tags if f"[{t}]" not in text]
     if cited:
@@ -124,24 +91,24 @@ def _step_from_json(item: Any, number: int) -> tuple[str, list[str]] | str:
     return text, tags
 
 
-def _plan_from_json(data: dict) -> Plan | str:
+def _plan_from_json(data: dict, known: frozenset[str] | None) -> Plan | str:
     steps_raw = data.get("steps")
     if not isinstance(steps_raw, list) or not steps_raw:
         return "the JSON has no non-empty \"steps\" list"
     steps, tags = [], []
     for number, item in enumerate(steps_raw[:MAX_STEPS], start=1):
-        parsed = _step_from_json(item, number)
+        parsed = _step_from_json(item, number, known)
         if isinstance(parsed, str):
             return parsed
         steps.append(parsed[0])
         tags += [t for t in parsed[1] if t not in tags]
     rationale = data.get("rationale") if isinstance(data.get("rationale"), str) else ""
     approach = data.get("approach") if isinstance(data.get("approach"), str) else ""
-    return Plan(steps=steps, approach_key=make_approach_key(approach, tags, steps),
-                skill_tags=tags, rationale=rationale.strip()[:MAX_RATIONALE_CHARS])
+    return Plan(steps=steps, approach_key=approach_label(approach, steps), skill_tags=tags,
+                rationale=" ".join(rationale.split()))
 
 
-def _plan_from_list(text: str) -> Plan | None:
+def _plan_from_list(text: str, known: frozenset[str] | None) -> Plan | None:
     """A numbered Markdown list; indented lines continue the item above."""
     items: list[list[str]] = []
     preface: list[str] = []
@@ -159,21 +126,22 @@ def _plan_from_list(text: str) -> Plan | None:
         return None
     tags: list[str] = []
     for step in steps:
-        tags += [t for t in cited_tags(step) if t not in tags]
-    rationale = " ".join(preface)[:MAX_RATIONALE_CHARS]
-    return Plan(steps=steps, approach_key=make_approach_key("", tags, steps), skill_tags=tags, rationale=rationale)
+        tags += [t for t in known_only(cited_tags(step), known) if t not in tags]
+    rationale = " ".join(preface)
+    return Plan(steps=steps, approach_key=approach_label("", steps), skill_tags=tags, rationale=rationale)
 
 
-def parse_plan(text: str) -> Plan | str:
-    """A Plan, or an error message written for the model. Never raises."""
+def parse_plan(text: str, known_skills: frozenset[str] | None = None) -> Plan | str:
+    """A Plan, or an error message written for the model. Never raises. With `known_skills`, only
+    citations of those skill names count as skill tags."""
     if not isinstance(text, str) or not text.strip():
         return "the answer is empty"
     found = extract_json(text)
     if found.ok and isinstance(found.value, dict):
-        plan = _plan_from_json(found.value)
+        plan = _plan_from_json(found.value, known_skills)
         if isinstance(plan, Plan) or "steps" in found.value:
             return plan
-    listed = _plan_from_list(text)
+    listed = _plan_from_list(text, known_skills)
     if listed is not None:
         return listed
     if found.ok:

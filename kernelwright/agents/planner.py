@@ -27,6 +27,11 @@ class Planner(Agent):
     default_max_tokens = 2048
     default_temperature = 0.7  # plans are where diversity pays; the Coder stays conservative
 
+    def __init__(self, *args, known_skills=None, max_skills: int = 5, **kwargs) -> None:
+        """`known_skills`: the library's skill names; only citations of these become skill tags."""
+        super().__init__(*args, max_skills=max_skills, **kwargs)
+        self.known_skills = frozenset(known_skills) if known_skills is not None else None
+
     def sections(self, ctx: AgentContext) -> list[Section]:
         env = self.env
         base, best = base_and_best(ctx)
@@ -34,16 +39,16 @@ class Planner(Agent):
         if base is not None:
             chosen += [sections.candidate_code(env, self.name, base, "base_code", 10),
                        sections.candidate_verdict(env, self.name, base, "base_verdict", 15)]
-        chosen += [sections.failure(env, ctx, 20), sections.analysis(env, ctx, 30), sections.tried(env, ctx, 40)]
+        chosen += [sections.failure(env, ctx, 20), sections.analysis(env, ctx, 30), sections.tried(env, ctx, 40, in_progress=True)]
         if best is not None:
             chosen += [sections.candidate_verdict(env, self.name, best, "best_verdict", 45),
                        sections.candidate_code(env, self.name, best, "best_code", 70)]
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, self.skill_chars)
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Plan | ParseFailure:
         try:
-            result = parse_plan(text)
+            result = parse_plan(text, self.known_skills)
         except Exception as exc:  # noqa: BLE001 - parse never raises; a parser bug becomes a retry
             result = f"the answer could not be read ({type(exc).__name__}: {exc})"
         return result if isinstance(result, Plan) else self.failure(result)

@@ -38,8 +38,9 @@ class Repairer(Agent):
                   failure or sections.candidate_verdict(env, self.name, broken, "base_verdict", REQUIRED),
                   sections.plan(env, ctx, 10)]
         if failure is not None and broken.summary.strip():
-            chosen.append(sections.candidate_verdict(env, self.name, broken, "base_verdict", 20))
-        chosen += sections.skills(env, ctx.skills, 40, self.max_skills, self.skill_chars)
+            chosen.append(sections.candidate_verdict(env, self.name, broken, "base_verdict", 20,
+                                                     show_error=False))  # the failure section holds it
+        chosen += sections.skills(env, ctx.skills, 40, self.max_skills)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str, backend: str | None = None) -> Code | ParseFailure:

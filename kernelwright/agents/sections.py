@@ -36,11 +36,17 @@ def candidate_code(env, agent: str, view: CandidateView, name: str, priority: in
     return Section(name, priority, view.code, frame, trim="none")
 
 
-def candidate_verdict(env, agent: str, view: CandidateView, name: str, priority: int) -> Section:
-    """Status, speedup, the engine's summary and the profile findings (base_verdict or best_verdict)."""
+def candidate_verdict(env, agent: str, view: CandidateView, name: str, priority: int,
+                      show_error: bool = True) -> Section:
+    """The verdict's evidence (base_verdict or best_verdict): with a VerdictView, status, margin,
+    times, both speedups, floor, kernel split, profile and findings, shown whole or not at all;
+    without one, the engine's summary and the findings."""
+    frame = _frame(env, "candidate_verdict", view=view, agent=agent, section=name)
+    if view.verdict is not None:
+        body = templates.render(env, "sections/verdict.md.j2", v=view.verdict, show_error=show_error).strip()
+        return Section(name, priority, body, frame, trim="none")
     findings = "\n".join(f"- {line.strip()}" for line in view.findings if line and line.strip())
     body = "\n\n".join(part for part in (view.summary.strip(), findings) if part)
-    frame = _frame(env, "candidate_verdict", view=view, agent=agent, section=name)
     return Section(name, priority, body, frame, trim="head", min_chars=200)
 
 
@@ -75,47 +81,47 @@ def analysis(env, ctx: AgentContext, priority: int) -> Section | None:
     return Section("analysis", priority, body, _frame(env, "analysis"), trim="head", min_chars=300, note=note)
 
 
-def tried(env, ctx: AgentContext, priority: int) -> Section | None:
-    """The digest is ordered wins, dead ends, rest: a head cut drops the least useful lines.
-
-    The digest's own sub-headings (memory's "Already tried", the engine's "In progress") stay: the
-    in-progress one tells a parallel planner to choose something else.
-    """
-    body = (ctx.tried_digest or "").strip()
+def tried(env, ctx: AgentContext, priority: int, in_progress: bool = False) -> Section | None:
+    """The trajectory digest (wins, dead ends, the rest; whole lines, bounded by the engine) and,
+    with `in_progress` (planners), what other workers are planning now. Whole or not at all: a cut
+    would leave a label half-quoted."""
+    body = templates.render(env, "sections/tried_body.md.j2", digest=(ctx.tried_digest or "").strip(),
+                            in_progress=ctx.in_progress if in_progress else []).strip()
     if not body:
         return None
-    return Section("tried", priority, body, _frame(env, "tried"), trim="head", min_chars=200)
+    return Section("tried", priority, body, _frame(env, "tried"), trim="none")
 
 
 def plan(env, ctx: AgentContext, priority: int) -> Section | None:
     text = ctx.plan_text()
     if not text:
         return None
-    return Section("plan", priority, text, _frame(env, "plan"), trim="head", min_chars=300)
+    return Section("plan", priority, text, _frame(env, "plan"), trim="none")  # rationale and steps whole
 
 
-def skills(env, items: Iterable[Any], priority: int, limit: int, body_chars: int,
+def skills(env, items: Iterable[Any], priority: int, limit: int,
            preferred: Iterable[str] = (), preferred_priority: int | None = None) -> list[Section]:
-    """One section per skill, ranked as given (retrieval order), at most `limit`.
+    """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.
 
-    Skills named in `preferred` (those a plan cites) move up to `preferred_priority` and are
-    exempt from the limit. Bodies are pre-cut to `body_chars`: a skill's first sections (When,
-    Steps) carry most of its value.
+    Skills named in `preferred` (those a plan cites) come first, at `preferred_priority`, and are
+    exempt from the limit. The sections form a chain: when one does not fit, it and every skill
+    ranked below it are left out, so a prompt drops the lowest-ranked skills and never cuts one.
     """
-    preferred = set(preferred)
-    sections, ranked = [], 0
-    for item in items:
-        name = str(getattr(item, "name", "") or "skill")
-        body = str(getattr(item, "body", "") or "").strip()
-        if not body:
-            continue
-        cited = name in preferred and preferred_priority is not None
-        if not cited and ranked >= limit:
-            continue
-        rank_priority = preferred_priority if cited else priority + ranked
-        ranked += 0 if cited else 1
-        body, note = _precut(_demote_headings(body), body_chars, "head")
+    preferred = list(dict.fromkeys(preferred))
+    items = [i for i in items if str(getattr(i, "body", "") or "").strip()]
+    cited = sorted((i for i in items if _name(i) in preferred), key=lambda i: preferred.index(_name(i)))
+    cited = cited if preferred_priority is not None else []
+    others = [i for i in items if i not in cited][:max(0, limit)]
+    sections = []
+    for rank, item in enumerate(cited + others):
+        base = preferred_priority if item in cited else priority
+        name = _name(item)
         frame = _frame(env, "skill", name=name, title=str(getattr(item, "title", "") or name))
-        sections.append(Section(f"skill:{name}", rank_priority, body, frame, trim="head", min_chars=300,
-                                group="skills", note=note))
+        body = _demote_headings(str(getattr(item, "body", "")).strip())
+        sections.append(Section(f"skill:{name}", base + rank, body, frame, trim="none", group="skills",
+                                chain=True))
     return sections
+
+
+def _name(item: Any) -> str:
+    return str(getattr(item, "name", "") or "skill")

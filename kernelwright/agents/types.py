@@ -12,6 +12,43 @@ BACKENDS = ("triton", "cuda")
 
 
 @dataclass
+class VerdictView:
+    """A judged candidate's evidence as prompts show it, built by the engine from the verdict.
+
+    Times are milliseconds per call; `baselines` and `speedups` are keyed by baseline name
+    ("eager", "compile_default"); `floor` holds floor_ms, pct_of_floor, bound, peak_source;
+    `kernels` the judge's per-kernel split (name, share, us_per_call, launches_per_call);
+    `profile` the profiler's class, hot kernels and notices. Missing numbers are None or empty.
+    """
+
+    status: str
+    outcome: str = ""
+    stage: str = ""
+    on_gpu: bool = True
+    trials_passed: int = 0
+    trials_total: int = 0
+    margin: float | None = None
+    median_ms: float | None = None
+    iqr_ms: float | None = None
+    timed_calls: int | None = None
+    timing_method: str = ""
+    timing_note: str = ""
+    l2_flushed: bool = False
+    baselines: dict[str, float] = field(default_factory=dict)
+    speedups: dict[str, float] = field(default_factory=dict)
+    floor: dict[str, Any] = field(default_factory=dict)
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    kernels_note: str = ""
+    profile: dict[str, Any] = field(default_factory=dict)
+    findings: list[str] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass
 class CandidateView:
     """One candidate as an agent sees it: the code plus a compact account of its verdict.
 
@@ -26,14 +63,16 @@ class CandidateView:
     speedup: float | None = None
     summary: str = ""
     findings: list[str] = field(default_factory=list)
+    verdict: VerdictView | None = None  # the numbers; without it prompts show `summary` and `findings`
 
 
 @dataclass
 class Plan:
     """The Planner's answer: 1-3 steps, each anchored to a named code region.
 
-    `approach_key` is short and normalised so that rephrasings of one idea collide in trajectory
-    memory; `skill_tags` are the skill names the steps cite.
+    `approach_key` is the planner's own label of the idea, whole (the `approach` field; without
+    one, the first step): trajectory memory groups attempts by it, ignoring case and punctuation.
+    `skill_tags` are the skill names the steps cite (with a known library, only real skills).
     """
 
     steps: list[str]
@@ -105,6 +144,11 @@ class AgentContext:
     token_budget: int = 12000
     extra: dict[str, Any] = field(default_factory=dict)
     rules: str = "kernelbench"  # the rule set the judge applies (kernelwright.rules); the system prompt states it
+    # the evaluation device: an object with the fields of kernelwright.judge.target.Target (kind,
+    # name, arch, sm_count, l2_bytes, smem_per_block, ..., peaks, software, interpreter), read
+    # generically like `skills`; None when unknown
+    target: Any = None
+    in_progress: list[str] = field(default_factory=list)  # what other workers are planning now
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

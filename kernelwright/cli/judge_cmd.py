@@ -69,11 +69,13 @@ def judge_command(
     rules: Optional[str] = typer.Option(None, "--rules", help=RULES_HELP),
     batch: Optional[Path] = typer.Option(None, "--batch", help="judge every pending request in this folder"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
+    profile_budget: float = typer.Option(300.0, "--profile-budget", help="with --batch: seconds for profiling "
+                                         "passing candidates whose requests ask for it (0: none)"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
     config = build_config(settings, trials, timeout, no_time, rules, device)
     if batch is not None:
-        raise typer.Exit(run_batch_folder(batch, config))
+        raise typer.Exit(run_batch_folder(batch, config, profile_budget))
     if problem is None or candidate is None:
         raise typer.BadParameter("give PROBLEM and CANDIDATE files, or --batch DIR")
     for path in (problem, candidate):
@@ -98,15 +100,15 @@ def exit_code(verdict) -> int:
     return EXIT_FAIL
 
 
-def run_batch_folder(folder: Path, config) -> int:
-    from kernelwright.judge.batch import pending, run_batch
+def run_batch_folder(folder: Path, config, profile_budget: float = 300.0) -> int:
+    from kernelwright.judge.batch import judge_folders, pending
     from kernelwright.judge.pool import JudgePool
 
     if not folder.is_dir():
         console.print(f"[red]{folder}: not a folder[/]")
         return EXIT_USAGE
     console.print(f"{len(pending(folder))} pending requests in {folder}")
-    judged = run_batch(folder, JudgePool(config), base=config, log=console.print)
+    judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print)
     console.print(f"{len(judged)} verdicts written")
     return EXIT_PASS
 

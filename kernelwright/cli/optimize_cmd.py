@@ -94,7 +94,8 @@ def split_sets(sets: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], di
 def build_options(*, problem: str | None, resume: str | None, llm: str | None, llm_roles: list[str],
                   backend: str | None, strategy: str | None, limits: dict[str, Any], sets: list[str],
                   run_dir: str | None, eval_mode: str | None, config_file: str | None, workspace: str,
-                  skill_dirs: list[str], eval_workers: int | None, seed: int, rules: str | None = None):
+                  skill_dirs: list[str], eval_workers: int | None, seed: int, rules: str | None = None,
+                  target: str | None = None):
     from kernelwright.search.drivers.session import RunOptions
 
     config = read_config(config_file)
@@ -106,6 +107,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     eval_workers = eval_workers or int(section.pop("eval_workers", 1))
     file_rules = section.pop("rules", None)
     rules = rules or file_rules  # --rules, else [optimize] rules, else [judge] rules
+    file_target = section.pop("target", None)
+    target = target or file_target
     if backend not in ("triton", "cuda"):
         raise UsageError(f"--backend must be triton or cuda, not {backend!r}")
     if eval_mode not in (None, "local", "batch"):
@@ -122,7 +125,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     return RunOptions(problem=problem, resume=resume, llm=llm, llm_roles=_pairs(llm_roles, "--llm-role"),
                       config_file=config_file, backend=backend, settings=settings, limits=budget,
                       judge=judge, overrides=sizes, run_dir=run_dir, workspace=workspace,
-                      eval_mode=eval_mode, eval_workers=eval_workers or 1, skill_dirs=skill_dirs, seed=seed)
+                      eval_mode=eval_mode, eval_workers=eval_workers or 1, skill_dirs=skill_dirs, seed=seed,
+                      target=target)
 
 
 def suite_problems(target: Path) -> list[Path] | None:
@@ -243,6 +247,9 @@ def optimize(
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="folder of this run (default WORKSPACE/RUN_ID)"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue the run in this folder"),
     eval_mode: Optional[str] = typer.Option(None, "--eval", help="local (judge here) or batch (requests in RUN_DIR/evals)"),
+    target: Optional[str] = typer.Option(None, "--target", help="the device candidates are judged on: a known GPU "
+                                         "(h100, h200, a100, l4) or a device.json; default: this machine (local), "
+                                         "the batch folder's device.json (batch)"),
     config: Optional[str] = typer.Option(None, "--config", help="TOML with [llm], [optimize], [judge] tables"),
     workspace: str = typer.Option("kw-runs", "--workspace", help="folder that holds run folders"),
     skills: list[str] = typer.Option([], "--skills", help="extra skill folder; repeatable"),
@@ -262,14 +269,14 @@ def optimize(
         raise typer.Exit(2)
     if resume and (problem or strategy or backend or set_ or skills or run_dir or rules):
         console.print("[yellow]a resumed run keeps the problem and settings it started with; only budgets, "
-                      "--llm/--llm-role, --eval and --config apply[/]")
+                      "--llm/--llm-role, --eval, --target and --config apply[/]")
     try:
         options = build_options(
             problem=problem, resume=resume, llm=llm, llm_roles=llm_role, backend=backend, strategy=strategy,
             limits={"max_calls": max_calls, "max_tokens": max_tokens, "max_usd": max_usd,
                     "max_evals": max_evals, "max_minutes": max_minutes},
             sets=set_, run_dir=run_dir, eval_mode=eval_mode, config_file=config, workspace=workspace,
-            skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules)
+            skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules, target=target)
         if not resume:
             suite = suite_problems(Path(problem))
             if suite is not None:

@@ -66,6 +66,8 @@ def show_run(
     run: str = typer.Argument(..., help="run folder, its run.sqlite, or a run id"),
     folder: str = typer.Option("kw-runs", "--dir", help="workspace folder (to find a run by id)"),
     candidate: Optional[str] = typer.Option(None, "--candidate", help="print this candidate's code and verdict"),
+    ask: Optional[str] = typer.Option(None, "--ask", help="print this stored ask (e.g. a7): a prompt as the model "
+                                      "read it, or an evaluation; `--ask list` lists them"),
 ) -> None:
     """One run: settings, status, spend, the search tree, and where the best candidate is."""
     from kernelwright.report.tables import candidate_tree, rules_table, run_summary
@@ -80,6 +82,10 @@ def show_run(
         if candidate:
             _show_candidate(store, info["id"], candidate)
             return
+        if ask:
+            from .ask_view import show_ask
+
+            raise typer.Exit(show_ask(store, info["id"], ask))
         console.print(run_summary(info))
         console.print(candidate_tree(store.candidates(info["id"])))
         verdict_rows = store.verdict_rows(info["id"])

@@ -7,7 +7,14 @@ that holds nothing but torch, triton and numpy: copy the folder over, run
 
 and copy it back. Every `NAME.request.json` without a `NAME.verdict.json` is judged; each verdict
 is written atomically (temporary file, then rename) as soon as it is ready, so an interrupted run
-loses nothing and a rerun judges only what is left. One runner per folder at a time.
+loses nothing and a rerun judges only what is left. One runner per folder at a time. Several
+folders may be given; their requests are judged together.
+
+On first contact the runner records its device in DIR/device.json (judge/target.py: the GPU's
+facts and its measured copy/matmul peaks, measured once per device and cached): a search elsewhere
+reads it to tell its agents where their code runs. Requests that ask for a profile
+(`"profile": true`) are profiled after all are judged, best first, within --profile-budget
+(judge/batch_profile.py).
 
 A request (JSON object):
     name              optional; defaults to NAME from the file name
@@ -15,12 +22,14 @@ A request (JSON object):
     problem_source    the problem's source text, with problem_name naming it
     candidate_source  the candidate's source text; candidate_name names it (default NAME)
     config            JudgeConfig fields to override (see kernelwright/judge/config.py)
+    profile           optional; true: profile the candidate too when it passes (budget permitting)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +44,8 @@ from .verdict import ERROR, Verdict
 REQUEST_SUFFIX = ".request.json"
 VERDICT_SUFFIX = ".verdict.json"
 REQUEST_SCHEMA = 1
+DEFAULT_PROFILE_BUDGET_S = 300.0
+DEVICE_TIMEOUT_S = 900.0  # recording the device measures its peaks once (about a minute on an H100)
 
 
 class BatchError(Exception):
@@ -42,8 +53,9 @@ class BatchError(Exception):
 
 
 def write_request(folder: str | Path, name: str, problem: str | Path | SourceText, candidate_source: str,
-                  config: JudgeConfig | dict[str, Any] | None = None) -> Path:
-    """Write NAME.request.json into `folder` (atomically); `problem` is a path or a SourceText."""
+                  config: JudgeConfig | dict[str, Any] | None = None, profile: bool = False) -> Path:
+    """Write NAME.request.json into `folder` (atomically); `problem` is a path or a SourceText;
+    `profile` asks for a profile when the candidate passes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"schema": REQUEST_SCHEMA, "name": name, "candidate_source": candidate_source,
@@ -56,6 +68,8 @@ def write_request(folder: str | Path, name: str, problem: str | Path | SourceTex
         data["config"] = config.to_dict()
     else:
         data["config"] = dict(config or {})
+    if profile:
+        data["profile"] = True
     path = folder / f"{name}{REQUEST_SUFFIX}"
     atomic_write(path, json.dumps(data, indent=1))
     return path
@@ -121,12 +135,13 @@ def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
     return JudgeJob(problem, candidate, config, name=name)
 
 
-def run_batch(folder: str | Path, pool: JudgePool | None = None, base: JudgeConfig | None = None,
+def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: JudgeConfig | None = None,
               log=None) -> list[str]:
-    """Judge every pending request in `folder`; returns the names judged (in completion order)."""
-    folder = Path(folder)
+    """Judge every pending request in `folder` (or in each of a list of folders, together);
+    returns the names judged (in completion order)."""
+    folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
-    for path in pending(folder):
+    for path in (p for f in folders for p in pending(f)):
         try:
             jobs.append(read_request(path, base))
             paths.append(path)
@@ -142,6 +157,23 @@ def run_batch(folder: str | Path, pool: JudgePool | None = None, base: JudgeConf
     return judged
 
 
+def record_device(folder: Path, log=None) -> None:
+    """Write DIR/device.json on first contact, in a child process (measuring the peaks holds a CUDA
+    context this runner does not need); a failure is logged, the batch goes on."""
+    from .target import DEVICE_FILE
+
+    if (folder / DEVICE_FILE).is_file():
+        return
+    try:
+        done = subprocess.run([sys.executable, "-m", "kernelwright.judge.target", str(folder)], capture_output=True,
+                              text=True, timeout=DEVICE_TIMEOUT_S)
+        message = (done.stdout or done.stderr).strip().splitlines()[-1:] if done.returncode else []
+    except (OSError, subprocess.SubprocessError) as exc:
+        message = [f"{type(exc).__name__}: {exc}"]
+    if message and log:
+        log(f"{folder}: the device could not be recorded: {message[0]}")
+
+
 def _bad_request(path: Path, message: str) -> Verdict:
     return Verdict(problem="?", candidate=request_name(path), status=ERROR, stage="load",
                    error=f"bad judge request: {message}")
@@ -150,27 +182,43 @@ def _bad_request(path: Path, message: str) -> Verdict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.batch",
                                      description="Judge every NAME.request.json in DIR that has no NAME.verdict.json.")
-    parser.add_argument("folder", type=Path)
+    parser.add_argument("folders", type=Path, nargs="+", metavar="DIR")
     parser.add_argument("--compile-workers", type=int, default=None, help="parallel precompile processes")
     parser.add_argument("--cpu-workers", type=int, default=None, help="parallel evaluations without a GPU")
     parser.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all visible)")
     parser.add_argument("--watch", type=float, default=0.0, metavar="SECONDS",
                         help="keep polling for new requests every SECONDS (stop with Ctrl-C)")
+    parser.add_argument("--profile-budget", type=float, default=DEFAULT_PROFILE_BUDGET_S, metavar="SECONDS",
+                        help="seconds for profiling passing candidates whose requests ask for it (0: none)")
     args = parser.parse_args(argv)
-    if not args.folder.is_dir():
-        parser.error(f"{args.folder} is not a folder")
+    for folder in args.folders:
+        if not folder.is_dir():
+            parser.error(f"{folder} is not a folder")
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers)
     log = lambda line: print(line, flush=True)  # noqa: E731
     try:
         while True:
-            judged = run_batch(args.folder, pool, log=log)
+            judged = judge_folders(args.folders, pool, None, args.profile_budget, log)
             if not args.watch:
-                print(f"{len(judged)} verdicts written to {args.folder}")
+                print(f"{len(judged)} verdicts written to {', '.join(map(str, args.folders))}")
                 return 0
             time.sleep(args.watch)
     except KeyboardInterrupt:
         return 130
+
+
+def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None, profile_budget_s: float,
+                  log=None) -> list[str]:
+    """What the runner does: record the device, judge every pending request, then the profile pass."""
+    from .batch_profile import profile_pass
+
+    for folder in folders:
+        record_device(Path(folder), log)
+    judged = run_batch(list(folders), pool, base, log=log)
+    if profile_budget_s > 0:
+        profile_pass([Path(f) for f in folders], pool, base, profile_budget_s, log)
+    return judged
 
 
 if __name__ == "__main__":

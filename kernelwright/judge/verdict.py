@@ -162,6 +162,8 @@ class Verdict:
     # what the reference is made of (problem.reference.ReferenceInfo: torch ops or its own Triton/CUDA
     # kernels, its launches, inputs it writes in place, backward), plus "build" for its own extension
     reference: dict[str, Any] | None = None
+    # the share of each kernel in the candidate's GPU time (judge/kernel_times.py), or why not
+    kernels: dict[str, Any] | None = None
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)

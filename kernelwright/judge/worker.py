@@ -595,6 +595,9 @@ def stage_time(s: Session) -> None:
                 stats, flags = timing.measure(forward, s.config, s.device)
                 with s.timer("energy"):
                     s.verdict.energy = measure_energy(s, timing, forward)
+                with s.timer("kernels"):
+                    from . import kernel_times
+                    s.verdict.kernels = kernel_times.measure(forward, s.device)
         except BaseException as exc:  # noqa: BLE001 - candidate code runs inside measure
             s.stop(FAIL, describe_exception(exc, s.candidate_path, "ModelNew.forward (while being timed)"))
             return

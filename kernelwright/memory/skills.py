@@ -25,10 +25,12 @@ OP_KINDS = frozenset(
 )
 BOTTLENECKS = frozenset({"memory", "compute", "latency", "launch", "host", "any"})
 BACKENDS = frozenset({"cuda", "triton", "any"})
+DTYPES = frozenset({"float32", "float16", "bfloat16", "float64", "any"})
 GPU_PATTERN = re.compile(r"^(sm_\d{2,3}a?|any)$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("When", "Steps", "Pitfalls", "Example")
-CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu")
+CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu", "dtypes")
+OPTIONAL_CONDITIONS = ("dtypes",)  # may be left out of a skill file (then: any)
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "skills"
 
@@ -61,12 +63,17 @@ class Conditions:
     bottleneck: frozenset[str] = frozenset({"any"})
     backend: frozenset[str] = frozenset({"any"})
     gpu: frozenset[str] = frozenset({"any"})
+    dtypes: frozenset[str] = frozenset({"any"})  # the data types a skill is about (e.g. float16, bfloat16)
 
-    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None):
+    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None, dtypes=None):
         object.__setattr__(self, "op_kinds", _as_frozenset(op_kinds))
+        # the op kinds in the order written (a skill lists its main kind first); not compared
+        listed = [op_kinds] if isinstance(op_kinds, str) else list(op_kinds or [])
+        object.__setattr__(self, "op_order", tuple(dict.fromkeys(str(v).strip().lower() for v in listed)))
         object.__setattr__(self, "bottleneck", _as_frozenset(bottleneck))
         object.__setattr__(self, "backend", _as_frozenset(backend))
         object.__setattr__(self, "gpu", _as_frozenset(gpu))
+        object.__setattr__(self, "dtypes", _as_frozenset(dtypes))
 
     def matches(self, query: "Conditions") -> bool:
         """True when every dimension intersects (`any` on either side matches all)."""
@@ -182,9 +189,11 @@ def _parse_conditions(raw: Any, path) -> Conditions:
     if unknown:
         raise SkillFormatError(f"{path}: 'applies_when' has unknown keys {sorted(unknown)}")
     checks = {"op_kinds": (OP_KINDS, None), "bottleneck": (BOTTLENECKS, None),
-              "backend": (BACKENDS, None), "gpu": (None, GPU_PATTERN)}
+              "backend": (BACKENDS, None), "gpu": (None, GPU_PATTERN), "dtypes": (DTYPES, None)}
     values = {}
     for key, (allowed, pattern) in checks.items():
+        if key not in raw and key in OPTIONAL_CONDITIONS:
+            continue
         if key not in raw:
             raise SkillFormatError(f"{path}: 'applies_when' is missing '{key}'")
         values[key] = _string_list(raw, key, f"{path}: applies_when", allowed, pattern)
@@ -280,6 +289,11 @@ class SkillLibrary:
 
     def get(self, name: str) -> Skill | None:
         return self._by_name.get(name)
+
+    def text_score(self, terms: list[str], name: str) -> float:
+        """BM25 score of tokenized `terms` for the skill `name` (0 for an unknown name)."""
+        skill = self._by_name.get(name)
+        return self._index.score(terms, self.skills.index(skill)) if skill is not None else 0.0
 
     def untrusted(self) -> list[Skill]:
         """Candidate skills waiting for a person's review (what `review()` is for)."""

@@ -12,35 +12,34 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable
 
 ACTIONS = frozenset({"draft", "improve", "repair", "tune"})
+# "faster" / "slower": a correct candidate that did / did not improve on what its expansion set out
+# to beat (the engine decides: its search parent, or for a first version the best correct candidate)
 OUTCOMES = frozenset({"pass", "compile_error", "wrong", "crash", "timeout", "slower", "faster", "rejected"})
 FAILURES = frozenset({"compile_error", "wrong", "crash", "timeout", "rejected"})
-_KEY_STOP = frozenset(
-    "a an and the to of for in on with by into from use using via then try implement write "
-    "kernel kernels custom new instead".split()
-)
-MAX_KEY_WORDS = 6
-REASON_CHARS = 140
+PASSING = frozenset({"pass", "faster", "slower"})
+SHOWN = {"faster": "improved", "slower": "no gain"}  # outcome words as prompts show them
+REASON_CHARS = 200
 
 
-def approach_key(plan: str = "", tags: Iterable[str] = ()) -> str:
-    """A short normalised key for an idea, so rephrasings of one idea collide.
-
-    Skill tags (e.g. ``["vectorized-access", "operator-fusion"]``) are the most stable key, so they
-    win when given; otherwise the plan's first non-empty line is lowercased, stripped of Markdown,
-    filler words and numbers-as-bullets, and cut to a few words.
-    """
-    tag_list = sorted({t.strip().lower() for t in tags if t and t.strip()})
-    if tag_list:
-        return "+".join(tag_list)
+def approach_key(plan: str = "") -> str:
+    """The label of an idea when the planner gave none: the plan's first non-empty line, whole
+    (Markdown bullets and numbering stripped), or "unspecified"."""
     first = next((line for line in plan.splitlines() if line.strip()), "")
-    first = re.sub(r"^\s*(?:[#>*\-]+|\d+[.)])\s*", "", first.lower())
-    words = [w for w in re.findall(r"[a-z0-9]+", first) if w not in _KEY_STOP]
-    return "-".join(words[:MAX_KEY_WORDS]) or "unspecified"
+    first = re.sub(r"^\s*(?:[#>*\-]+|\d+[.)])\s*", "", first)
+    return " ".join(first.split()) or "unspecified"
+
+
+def approach_id(label: str) -> str:
+    """What makes two labels the same idea: case, punctuation and spacing do not count."""
+    return " ".join(re.findall(r"[a-z0-9]+", (label or "").casefold())) or "unspecified"
 
 
 def _one_line(text: str, limit: int = REASON_CHARS) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -71,8 +70,8 @@ class TrajectoryEntry:
                     or not math.isfinite(self.speedup) or self.speedup <= 0:
                 raise ValueError(f"speedup must be a positive finite number or None, got {self.speedup!r}")
             object.__setattr__(self, "speedup", float(self.speedup))
-        key = self.approach_key.strip().lower() or approach_key(self.plan)
-        object.__setattr__(self, "approach_key", key)
+        label = " ".join(self.approach_key.split()) or approach_key(self.plan)
+        object.__setattr__(self, "approach_key", label)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,8 +95,12 @@ class _Group:
     entries: list[TrajectoryEntry]
 
     @property
+    def label(self) -> str:
+        return self.entries[0].approach_key
+
+    @property
     def best(self) -> float | None:
-        speedups = [e.speedup for e in self.entries if e.speedup is not None and e.outcome in ("faster", "pass")]
+        speedups = [e.speedup for e in self.entries if e.speedup is not None and e.outcome in PASSING]
         return max(speedups) if speedups else None
 
     @property
@@ -112,7 +115,7 @@ class _Group:
         counts: dict[str, int] = {}
         for e in self.entries:
             counts[e.outcome] = counts.get(e.outcome, 0) + 1
-        return ", ".join(f"{o} ×{n}" if n > 1 else o for o, n in counts.items())
+        return ", ".join(f"{SHOWN.get(o, o)} ×{n}" if n > 1 else SHOWN.get(o, o) for o, n in counts.items())
 
     def last_reason(self, outcomes: Iterable[str]) -> str:
         wanted = set(outcomes)
@@ -138,26 +141,34 @@ class Trajectory:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def already_tried(self, key: str) -> bool:
-        key = key.strip().lower()
-        return any(e.approach_key == key for e in self._entries)
+    def already_tried(self, label: str) -> bool:
+        wanted = approach_id(label)
+        return any(approach_id(e.approach_key) == wanted for e in self._entries)
 
     def _groups(self) -> list[_Group]:
         groups: dict[str, _Group] = {}
         for entry in self._entries:
-            groups.setdefault(entry.approach_key, _Group(entry.approach_key, [])).entries.append(entry)
+            key = approach_id(entry.approach_key)
+            groups.setdefault(key, _Group(key, [])).entries.append(entry)
         return list(groups.values())
 
-    @staticmethod
-    def _is_dead_end(group: _Group) -> bool:
-        """Never faster, and either failed twice or measured slower (a retry would not help)."""
+    def _is_dead_end(self, group: _Group) -> bool:
+        """Never improved, and either failed twice or measured no gain; never the approach that
+        produced the best candidate so far."""
+        best = self.best()
+        if best is not None and best in group.entries:
+            return False
         return not group.succeeded and (group.count(FAILURES) >= 2 or group.count(["slower"]) >= 1)
 
     def dead_ends(self) -> list[str]:
-        return [g.key for g in self._groups() if self._is_dead_end(g)]
+        """Labels of the approaches that are dead ends (see _is_dead_end)."""
+        return [g.label for g in self._groups() if self._is_dead_end(g)]
+
+    def is_dead_end(self, label: str) -> bool:
+        return approach_id(label) in {approach_id(d) for d in self.dead_ends()}
 
     def best(self) -> TrajectoryEntry | None:
-        measured = [e for e in self._entries if e.speedup is not None and e.outcome in ("faster", "pass")]
+        measured = [e for e in self._entries if e.speedup is not None and e.outcome in PASSING]
         return max(measured, key=lambda e: e.speedup, default=None)
 
     def digest(self, max_items: int = 12, max_chars: int = 2000) -> str:
@@ -165,7 +176,7 @@ class Trajectory:
         if not self._entries or max_items <= 0:
             return ""
         lines = self._digest_lines()
-        header = "## Already tried (do not repeat dead ends)\n"
+        header = "## Already tried\n"
         out, used = [header], len(header)
         for shown, line in enumerate(lines):
             if shown >= max_items or used + len(line) + 1 > max_chars:
@@ -183,15 +194,15 @@ class Trajectory:
         dead = sorted((g for g in groups if self._is_dead_end(g)), key=lambda g: -len(g.entries))
         shown = {g.key for g in wins} | {g.key for g in dead}
         rest = [g for g in groups if g.key not in shown]
-        lines = [f"- `{g.key}`: worked, best {g.best:.2f}× ({g.outcome_counts()})" if g.best
-                 else f"- `{g.key}`: worked ({g.outcome_counts()})" for g in wins]
+        lines = [f"- `{g.label}`: worked, best {g.best:.2f}× ({g.outcome_counts()})" if g.best
+                 else f"- `{g.label}`: worked ({g.outcome_counts()})" for g in wins]
         for g in dead:
             reason = g.last_reason(FAILURES | {"slower"})
-            lines.append(f"- `{g.key}`: DEAD END ({g.outcome_counts()})" + (f"; last: {reason}" if reason else ""))
+            lines.append(f"- `{g.label}`: DEAD END ({g.outcome_counts()})" + (f"; last: {reason}" if reason else ""))
         for g in rest:
             reason = g.last_reason(FAILURES)
-            speed = f", {g.best:.2f}×" if g.best else ""
-            lines.append(f"- `{g.key}`: {g.outcome_counts()}{speed}" + (f"; last: {reason}" if reason else ""))
+            speed = f", best {g.best:.2f}×" if g.best else ""
+            lines.append(f"- `{g.label}`: {g.outcome_counts()}{speed}" + (f"; last: {reason}" if reason else ""))
         return lines
 
     def to_dicts(self) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ class CompletionAsk:
 
     id: str
     agent: str
-    request: CompletionRequest
+    request: CompletionRequest | None  # None only inside the engine, until the prompt is written
     job_id: str = ""
     kind: str = "completion"
 
@@ -41,10 +41,14 @@ class EvaluationAsk:
     code: str
     job_id: str = ""
     kind: str = "judge"
+    profile: bool = False  # profile it too when it passes (GPU targets, within the run's profile budget)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "evaluation", "id": self.id, "candidate_id": self.candidate_id,
+        data = {"type": "evaluation", "id": self.id, "candidate_id": self.candidate_id,
                 "code": self.code, "job_id": self.job_id, "kind": self.kind}
+        if self.profile:  # absent when False, so asks stored before the field existed hash the same
+            data["profile"] = True
+        return data
 
 
 Ask = Union[CompletionAsk, EvaluationAsk]
@@ -58,7 +62,8 @@ def ask_from_dict(data: dict[str, Any]) -> Ask:
                              request=CompletionRequest.from_dict(data["request"]))
     if kind == "evaluation":
         return EvaluationAsk(id=data["id"], candidate_id=data["candidate_id"], code=data["code"],
-                             job_id=data.get("job_id", ""), kind=data.get("kind", "judge"))
+                             job_id=data.get("job_id", ""), kind=data.get("kind", "judge"),
+                             profile=bool(data.get("profile", False)))
     raise ValueError(f"unknown ask type {kind!r}")
 
 

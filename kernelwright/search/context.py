@@ -1,51 +1,109 @@
 """Choose what an agent sees: the engine's side of dynamic context.
 
 The agents fit sections under the token budget; this module decides which facts are offered:
-the candidate at hand, the best one so far, the latest failure from the same place, the
-"already tried" digest of the trajectory (plus what other workers are trying right now), the
-Analyst's diagnosis, and a few retrieved skills. Never the whole history.
+the evaluation device (the run's target), the candidate at hand and the best one so far with
+their measured evidence, the latest failure from the same place, the "already tried" digest of
+the trajectory (and, for planners, what other workers are planning right now), the Analyst's
+diagnosis, and the skills ranked for this expansion. Never the whole history.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+import re
+from typing import Any, Callable, Iterable, Mapping
 
-from kernelwright.agents.types import AgentContext, CandidateView
-from kernelwright.memory.skills import Conditions
+from kernelwright.agents.types import AgentContext, CandidateView, VerdictView
+from kernelwright.memory.ranking import SkillQuery
 from kernelwright.memory.trajectory import Trajectory
 
 from .problem_info import ProblemInfo
 from .settings import Settings
 from .tree import ROOT_ID, Node, Tree
 
-#: retrieve(query, conditions, k) -> skills (objects with .name/.title/.body); pure, preloaded
-SkillRetriever = Callable[[str, Conditions, int], list]
+#: rank(query, limit) -> skills (objects with .name/.title/.body), best first; pure, preloaded
+SkillRanker = Callable[[SkillQuery, int], list]
+#: skills whose content the system message already carries (the judge's rules)
+SYSTEM_SKILLS = ("judge-rules",)
+ERROR_LINES = 12  # a failed candidate's verdict quotes the first lines of what went wrong
+_CITED = re.compile(r"\[([a-z0-9]+(?:-[a-z0-9]+)*)\]")
+_TORCH_CALL = re.compile(r"\b(?:torch|F|nn)\.([A-Za-z_]\w*)")
+
+
+def verdict_view(node: Node, objective: str) -> VerdictView | None:
+    """The measured evidence of a judged node as prompts show it (None before it is judged)."""
+    result = node.eval
+    if result is None:
+        return None
+    kernels = result.kernels or {}
+    error = "\n".join(result.error.strip().splitlines()[:ERROR_LINES]) if not result.passed else ""
+    return VerdictView(
+        status=result.status, outcome=result.outcome, stage=result.stage,
+        on_gpu=str(result.device).startswith("cuda"), trials_passed=result.trials_passed,
+        trials_total=result.trials_total, margin=result.margin, median_ms=result.median_ms,
+        iqr_ms=result.iqr_ms, timed_calls=result.timed_calls, timing_method=result.timing_method,
+        timing_note=result.timing_note, l2_flushed=result.l2_flushed, baselines=dict(result.baseline_ms),
+        speedups=dict(result.speedup), floor=dict(result.floor), kernels=list(kernels.get("kernels") or []),
+        kernels_note=str(kernels.get("reason") or ""), profile=dict(result.profile),
+        findings=list(result.findings), error=error)
 
 
 def candidate_view(node: Node, objective: str) -> CandidateView:
     findings = list(node.eval.findings) if node.eval else []
     return CandidateView(id=node.id, code=node.code or "", status=node.status,
                          speedup=node.speedup(objective), summary=node.summary(objective),
-                         findings=findings)
+                         findings=findings, verdict=verdict_view(node, objective))
 
 
-def in_progress_lines(plans: Iterable[tuple[str, str]]) -> str:
-    """Approaches other workers are on right now, so a parallel planner picks something else."""
-    lines = [f"- `{key}`: {text.strip().splitlines()[0][:160]}" for key, text in plans if text.strip()]
-    if not lines:
-        return ""
-    return "## In progress (other workers are trying these now; choose a different approach)\n" + \
-        "\n".join(lines) + "\n"
+def in_progress_lines(plans: Iterable[tuple[str, str]]) -> list[str]:
+    """What other workers are planning right now: each approach's label and its first step, whole."""
+    lines = []
+    for label, text in plans:
+        steps = [re.sub(r"^\d+[.)]\s+", "", line.strip()) for line in (text or "").splitlines()
+                 if line.strip() and not line.startswith("Why:")]
+        if label or steps:
+            lines.append(f"`{label}`" + (f": {steps[0]}" if steps else ""))
+    return lines
+
+
+def as_ranker(skills: Any) -> SkillRanker | None:
+    """A SkillRanker from what the engine was given: a ranker, a SkillLibrary, or an older
+    `retrieve(query_text, conditions, k)` callable (word-overlap order, kept for callers of it)."""
+    import inspect
+
+    from kernelwright.memory.ranking import rank_skills
+    from kernelwright.memory.skills import Conditions, SkillLibrary
+
+    if skills is None or isinstance(skills, SkillLibrary):
+        return None if skills is None else (lambda query, limit: rank_skills(skills, query, limit))
+    try:
+        positional = [p for p in inspect.signature(skills).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return skills
+    if len(positional) != 3:
+        return skills
+
+    def legacy(query: SkillQuery, limit: int) -> list:
+        conditions = Conditions(op_kinds=list(query.op_kinds) or None, bottleneck=query.bottleneck,
+                                backend=query.backend, gpu=query.gpu)
+        return list(skills(query.text, conditions, limit))
+    return legacy
 
 
 class ContextBuilder:
-    def __init__(self, problem: ProblemInfo, settings: Settings, skills: SkillRetriever | None = None):
+    def __init__(self, problem: ProblemInfo, settings: Settings, skills: SkillRanker | None = None, *,
+                 target: Any = None, extra: Mapping[str, Any] | None = None):
         self.problem = problem
         self.settings = settings
-        self.skills = skills
+        self.skills = as_ranker(skills)
+        self.target = target
+        self.extra = dict(extra or {})
+
+    def on_gpu(self) -> bool:
+        return getattr(self.target, "kind", "") == "cuda"
 
     def build(self, agent: str, tree: Tree, trajectory: Trajectory, *, parent: Node | None,
-              failure: str | None = None, plan: Any = None, plan_text: str = "",
-              in_progress: Iterable[tuple[str, str]] = ()) -> AgentContext:
+              failure: str | None = None, plan: Any = None, in_progress: Iterable[tuple[str, str]] = (),
+              skills: list | None = None) -> AgentContext:
         """The context for `agent` working from `parent` (None or the root for a draft)."""
         objective = self.settings.objective
         parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective)
@@ -53,30 +111,69 @@ class ContextBuilder:
         best_view = None
         if best is not None and (parent is None or best.id != parent.id):
             best_view = candidate_view(best, objective)
-        bottleneck = None
-        if parent is not None:
-            bottleneck = parent.bottleneck or (parent.eval.bottleneck if parent.eval else None)
         digest = trajectory.digest(self.settings.digest_items, self.settings.digest_chars)
-        extra_lines = in_progress_lines(in_progress)
-        tried = "\n".join(x for x in (digest.rstrip(), extra_lines.rstrip()) if x)
         return AgentContext(
             problem_name=self.problem.name, problem_source=self.problem.source,
             backend=self.problem.backend, device=self.problem.device, rules=self.problem.rules,
-            op_kinds=list(self.problem.op_kinds), bottleneck=bottleneck,
-            best=best_view, parent=parent_view, failure=failure, tried_digest=tried,
-            skills=self._skills(agent, bottleneck, plan_text, parent),
-            plan=plan, analysis=parent.diagnosis if parent is not None else None,
-            token_budget=self.settings.context_tokens,
-            extra={"reference": dict(self.problem.reference)} if self.problem.reference else {},
+            op_kinds=list(self.problem.op_kinds), bottleneck=self._bottleneck(parent),
+            best=best_view, parent=parent_view, failure=failure, tried_digest=digest.rstrip(),
+            skills=list(skills or []), plan=plan, analysis=parent.diagnosis if parent is not None else None,
+            token_budget=self.settings.context_tokens, extra=self._extra(), target=self.target,
+            in_progress=in_progress_lines(in_progress),
         )
 
-    def _skills(self, agent: str, bottleneck: str | None, plan_text: str, parent: Node | None) -> list:
-        if self.skills is None or self.settings.skills_k == 0 or agent == "analyst":
+    def _extra(self) -> dict[str, Any]:
+        extra = dict(self.extra)
+        if self.problem.reference:
+            extra["reference"] = dict(self.problem.reference)
+        floor = self.expected_floor()
+        if floor is not None:
+            extra["floor"] = floor
+        return extra
+
+    @staticmethod
+    def _bottleneck(parent: Node | None) -> str | None:
+        if parent is None:
+            return None
+        return parent.bottleneck or (parent.eval.bottleneck if parent.eval else None)
+
+    def rank_skills(self, parent: Node | None, cited: Iterable[str] = ()) -> list:
+        """The skills of one expansion, best first: cited by the parent's evidence, then by the op
+        kinds, the measured (or expected) bottleneck, the backend and GPU, and the evidence's words."""
+        if self.skills is None or self.settings.skills_k == 0:
             return []
-        words = [self.problem.name.replace("_", " "), " ".join(self.problem.op_kinds),
-                 bottleneck or "", plan_text]
-        if parent is not None and parent.diagnosis:
-            words.append(parent.diagnosis)
-        conditions = Conditions(op_kinds=self.problem.op_kinds or None, bottleneck=bottleneck,
-                                backend=self.problem.backend, gpu=self.problem.gpu)
-        return list(self.skills(" ".join(w for w in words if w), conditions, self.settings.skills_k))
+        evidence = []
+        if parent is not None and parent.id != ROOT_ID:
+            evidence += list(parent.eval.findings) if parent.eval else []
+            evidence.append(parent.diagnosis or "")
+        text = " ".join([self.problem.name.replace("_", " "), " ".join(self.problem.op_kinds),
+                         " ".join(_TORCH_CALL.findall(self.problem.source)), *evidence])
+        query = SkillQuery(op_kinds=tuple(self.problem.op_kinds), bottleneck=self._bottleneck(parent),
+                           expected_bottleneck=self.expected_bound(), backend=self.problem.backend,
+                           gpu=getattr(self.target, "arch", None) or self.problem.gpu,
+                           dtypes=tuple(self.problem.dtypes), text=text,
+                           cited=(*cited, *_CITED.findall(" ".join(evidence))), exclude=SYSTEM_SKILLS)
+        return list(self.skills(query, self.settings.skills_k))
+
+    def expected_bound(self) -> str | None:
+        """"memory" or "compute": the side of the speed-of-light floor the problem's bytes and FLOPs
+        put it on for the target's ceilings (None without a GPU target or a footprint)."""
+        return (self.expected_floor() or {}).get("bound")
+
+    def expected_floor(self) -> dict[str, Any] | None:
+        """The problem's speed-of-light floor on the target before any candidate is judged:
+        floor_ms, bound, bytes, flops, peak_kind, peak_source (None when unknown)."""
+        peaks = getattr(self.target, "peaks", None) if self.on_gpu() else None
+        if not peaks or not self.problem.bytes:
+            return None
+        kind = {"bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}.get(
+            (self.problem.dtypes or ["float32"])[0], "fp32")
+        tflops = (peaks.get("tflops") or {}).get(kind) or (peaks.get("tflops") or {}).get("fp32")
+        gbps = peaks.get("copy_gbps")
+        if not tflops or not gbps:
+            return None
+        compute_ms = (self.problem.flops or 0.0) / (tflops * 1e12) * 1e3
+        memory_ms = self.problem.bytes / (gbps * 1e9) * 1e3
+        return {"floor_ms": max(compute_ms, memory_ms), "bound": "compute" if compute_ms > memory_ms else "memory",
+                "bytes": self.problem.bytes, "flops": self.problem.flops or 0.0, "peak_kind": kind,
+                "peak_tflops": tflops, "peak_gbps": gbps, "peak_source": peaks.get("source", "")}

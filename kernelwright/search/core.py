@@ -26,7 +26,7 @@ from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach
 
 from .asks import Ask, CompletionAsk, EvaluationAsk, Result
 from .budget import Budget, Limits
-from .context import ContextBuilder, SkillRetriever
+from .context import ContextBuilder, SkillRanker
 from .problem_info import ProblemInfo
 from .results import AskFailure, EvalResult
 from .settings import Settings
@@ -59,40 +59,49 @@ class Job:
     feedback: list[Message] = field(default_factory=list)  # answer + parser feedback for a re-ask
     ask_id: str | None = None  # the ask out now; None while waiting for a sibling planner
     generation: int = 0  # beam search bookkeeping
+    skills: list[Any] | None = None  # the ranked skills of this expansion, shared by its prompts
 
 
-def default_agents(backend: str | None = None, prompt_dirs=None) -> dict[str, Any]:
-    """The built-in agents; the code writers check answers for `backend`."""
+def default_agents(backend: str | None = None, prompt_dirs=None, known_skills=None) -> dict[str, Any]:
+    """The built-in agents; the code writers check answers for `backend`; with `known_skills` (the
+    library's names) only citations of real skills become skill tags."""
     from kernelwright.agents import Analyst, Coder, Planner, Repairer
 
-    return {"planner": Planner(prompt_dirs), "coder": Coder(prompt_dirs, backend=backend),
-            "repairer": Repairer(prompt_dirs, backend=backend), "analyst": Analyst(prompt_dirs)}
+    return {"planner": Planner(prompt_dirs, known_skills=known_skills), "coder": Coder(prompt_dirs, backend=backend),
+            "repairer": Repairer(prompt_dirs, backend=backend),
+            "analyst": Analyst(prompt_dirs, known_skills=known_skills)}
 
 
 class Engine:
     def __init__(self, problem: ProblemInfo, strategy: str | Strategy, budget: Limits | None = None,
                  settings: Settings | None = None, rng_seed: int = 0, *,
-                 agents: Mapping[str, Any] | None = None, skills: SkillRetriever | None = None):
+                 agents: Mapping[str, Any] | None = None, skills: SkillRanker | None = None,
+                 skill_names: frozenset[str] | None = None, target: Any = None,
+                 extra: Mapping[str, Any] | None = None):
+        """`target` is the evaluation device (judge.target.Target, read generically), `extra` goes
+        to every AgentContext (e.g. the tolerances the judge applies)."""
         self.problem = problem
         self.settings = settings or Settings()
         self.strategy = make_strategy(strategy, self.settings) if isinstance(strategy, str) else strategy
         self.budget = Budget(budget or Limits())
-        self.agents = dict(agents) if agents is not None else default_agents(problem.backend)
+        self.agents = dict(agents) if agents is not None else default_agents(problem.backend, known_skills=skill_names)
         missing = [a for a in AGENT_NAMES if a not in self.agents]
         if missing:
             raise ValueError(f"agents missing: {', '.join(missing)}")
         self.tree = Tree(problem.source)
         self.trajectory = Trajectory()
-        self.contexts = ContextBuilder(problem, self.settings, skills)
+        self.contexts = ContextBuilder(problem, self.settings, skills, target=target, extra=extra)
         self.rng = random.Random(rng_seed)
         self.jobs: dict[str, Job] = {}  # active jobs, in start order
         self.jobs_started = 0
         self.stop_reason: str | None = None
+        self.profiled = 0  # passing candidates judged with a profile asked for
         self._outstanding: dict[str, Ask] = {}
         self._ask_jobs: dict[str, str] = {}
         self._ask_counter = 0
         self._changed: set[str] = {ROOT_ID}
-        self._fill()
+        self._unrendered: list[tuple[CompletionAsk, Job]] = []  # asks whose prompt is written last
+        self._filling()
 
     # ---- the public surface -------------------------------------------------------------
 
@@ -102,6 +111,27 @@ class Engine:
 
     def tell(self, ask_id: str, result: Result, elapsed_s: float | None = None) -> None:
         """The result of one ask; `elapsed_s` is the run's active wall time now (for the budget)."""
+        self.tell_many([(ask_id, result)], elapsed_s)
+
+    def tell_many(self, results: list[tuple[str, Result]], elapsed_s: float | None = None) -> None:
+        """Results that arrived together (a batch of verdicts imported at once): the engine hears
+        them all before it starts jobs or writes any prompt, so no prompt quotes a stale best."""
+        for ask_id, result in results:
+            self._hear(ask_id, result, elapsed_s)
+        self._filling()
+
+    def set_target(self, target: Any) -> None:
+        """The evaluation device became known (or better known); later prompts describe it."""
+        self.contexts.target = target
+
+    def _filling(self) -> None:
+        """Start what there is room for, then write the prompts of every new ask, in order."""
+        self._fill()
+        pending, self._unrendered = self._unrendered, []
+        for ask, job in pending:
+            ask.request = self._request(job, ask.agent)
+
+    def _hear(self, ask_id: str, result: Result, elapsed_s: float | None) -> None:
         if ask_id not in self._outstanding:
             raise EngineError(f"ask {ask_id!r} is not outstanding (known: {', '.join(self._outstanding) or 'none'})")
         ask = self._outstanding.pop(ask_id)
@@ -115,7 +145,6 @@ class Engine:
         handler = {ANALYZE: self._on_analysis, PLAN: self._on_plan, CODE: self._on_code,
                    EVALUATE: self._on_evaluation, REPAIR: self._on_repair}[job.stage]
         handler(job, ask, result)
-        self._fill()
 
     def set_limits(self, limits: Limits, elapsed_s: float | None = None) -> None:
         """New budget limits (a resumed run with a larger budget); may start new jobs."""
@@ -123,7 +152,7 @@ class Engine:
         self.budget.advance(elapsed_s)
         if self.stop_reason and self.stop_reason.startswith("budget"):
             self.stop_reason = None
-        self._fill()
+        self._filling()
 
     @property
     def done(self) -> bool:
@@ -221,11 +250,10 @@ class Engine:
         self._ask_completion(job, agent)
 
     def _parent_busy(self, job: Job) -> bool:
-        for other in self.jobs.values():
-            if other is not job and other.parent_id == job.parent_id and other.ask_id is not None \
-                    and other.stage in (ANALYZE, PLAN):
-                return True
-        return False
+        """One planner (or analyst) at a time in the whole run, so each sees every plan made before
+        it under "In progress" (two planners asked at once would propose the same idea)."""
+        return any(other is not job and other.ask_id is not None and other.stage in (ANALYZE, PLAN)
+                   for other in self.jobs.values())
 
     def _unblock_waiting(self) -> None:
         for job in list(self.jobs.values()):
@@ -244,14 +272,17 @@ class Engine:
         job.ask_id = ask.id
 
     def _ask_completion(self, job: Job, agent: str) -> None:
+        """The ask is made now; its prompt is written once everything told with it was heard."""
         self.budget.spend.calls += 1
-        request = self._request(job, agent)
-        self._issue(job, CompletionAsk(self._new_ask_id(), agent, request, job.id))
+        ask = CompletionAsk(self._new_ask_id(), agent, None, job.id)
+        self._issue(job, ask)
+        self._unrendered.append((ask, job))
 
     def _ask_evaluation(self, job: Job, node: Node) -> None:
         self.budget.spend.evals += 1
         job.stage = EVALUATE
-        self._issue(job, EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id))
+        profile = self.contexts.on_gpu() and self.profiled < self.settings.profile_evals
+        self._issue(job, EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id, profile=profile))
 
     def _optional_ok(self, job: Job, calls: int, evals: int) -> bool:
         """May `job` go off its reserved path (a repair, a re-ask, an analysis) needing `calls`
@@ -271,17 +302,31 @@ class Engine:
         elif agent in ("planner", "coder"):
             latest = self.tree.latest_failure(job.parent_id)
             failure = latest.reason if latest is not None else None
-        in_progress = [(j.approach_key, j.plan.steps[0] if j.plan and j.plan.steps else j.plan_text)
-                       for j in self.jobs.values() if j is not job and j.plan_text]
+        in_progress = []
+        if agent in ("planner", "analyst"):  # the Coder carries out its plan; others' plans are not its concern
+            in_progress = [(j.approach_key, j.plan_text) for j in self.jobs.values() if j is not job and j.plan_text]
         ctx = self.contexts.build(agent, self.tree, self.trajectory, parent=context_parent,
                                   failure=failure, plan=job.plan if agent != "planner" else None,
-                                  plan_text=job.plan_text, in_progress=in_progress)
+                                  in_progress=in_progress, skills=self._skills_for(job, agent, parent))
         request = self.agents[agent].request(ctx)
         if job.feedback:
             request = replace(request, messages=[*request.messages, *job.feedback])
         if self.settings.temperature is not None:
             request = replace(request, temperature=self.settings.temperature)
         return request
+
+    def _skills_for(self, job: Job, agent: str, parent: Node) -> list:
+        """The expansion's ranking, made once (the planner's); the Coder and Repairer get the skills
+        their plan cites first, then the same ranking."""
+        if agent == "analyst":
+            return []
+        if job.skills is None:
+            job.skills = self.contexts.rank_skills(parent)
+        cited = [t for t in job.skill_tags if t not in {s.name for s in job.skills}]
+        if agent == "planner" or not cited:
+            return job.skills
+        extra = [s for s in self.contexts.rank_skills(parent, cited=cited) if s.name in cited]
+        return extra + job.skills
 
     # ---- results ---------------------------------------------------------------------------
 
@@ -330,7 +375,7 @@ class Engine:
                 return  # asked once more; a second proposal of the same idea is let through
             job.plan, job.plan_text = parsed, parsed.to_markdown()
             job.skill_tags = list(parsed.skill_tags)
-            job.approach_key = parsed.approach_key or approach_key(job.plan_text, parsed.skill_tags)
+            job.approach_key = parsed.approach_key or approach_key("\n".join(parsed.steps))
         elif self._retry(job, "planner", result, parsed):
             return
         self._next_stage(job, CODE)  # without a usable plan the Coder works from the context alone
@@ -339,10 +384,10 @@ class Engine:
     def _dead_end(self, plan: Plan) -> ParseFailure | None:
         """Feedback for a plan whose approach the trajectory marks as a dead end, else None: the
         prompt lists dead ends, this makes sure one is not redone because a model ignored it."""
-        key = (plan.approach_key or "").strip().lower()
-        if key not in self.trajectory.dead_ends():
+        label = plan.approach_key or ""
+        if not self.trajectory.is_dead_end(label):
             return None
-        reason = f"approach `{key}` was already tried in this run and is a dead end"
+        reason = f"approach `{label}` was already tried in this run and is a dead end"
         return ParseFailure(agent="planner", reason=reason, feedback=(
             f"The {reason} (see 'Already tried'). Propose a different approach, in the same answer "
             "format as before."))
@@ -387,13 +432,29 @@ class Engine:
         node.reason = result.error
         node.bottleneck = result.bottleneck
         node.value = node_value(node, self.settings.objective)
-        self._record(node, result.outcome)
+        if result.passed and isinstance(ask, EvaluationAsk) and ask.profile:
+            self.profiled += 1
+        self._record(node, self._gain(node) if result.passed else result.outcome)
         if node.passed or not self._may_repair(job):
             return self._end_job(job, node)
         node.repairs += 1
         job.repairs += 1
         self._next_stage(job, REPAIR)
         self._ask_completion(job, "repairer")
+
+    def _gain(self, node: Node) -> str:
+        """"faster" when a correct candidate beat what its expansion set out to beat (its search
+        parent; for a first version, the best correct candidate judged before it, if any), else
+        "slower": the trajectory's word for "no gain"."""
+        speed = node.speedup(self.settings.objective) or 0.0
+        parent = self.tree[node.search_parent] if node.search_parent else None
+        if parent is not None and parent.id != ROOT_ID:
+            before = parent.speedup(self.settings.objective)
+        else:
+            earlier = [n.speedup(self.settings.objective) or 0.0 for n in self.tree.passing()
+                       if n.id != node.id and n.order < node.order]
+            before = max(earlier, default=None)
+        return "faster" if before is None or speed > before else "slower"
 
     def _may_repair(self, job: Job) -> bool:
         return job.repairs < self.settings.max_repairs and self._optional_ok(job, 1, 1)

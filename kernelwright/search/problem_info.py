@@ -28,6 +28,9 @@ class ProblemInfo:
     # kernels or PyTorch ops, inputs it writes in place, whether the backward pass is part of the work
     reference: dict[str, Any] = field(default_factory=dict)
     rules: str = "kernelbench"  # the rule set candidates are judged by (kernelwright.rules): agents are told
+    dtypes: list[str] = field(default_factory=list)  # floating dtypes of inputs and parameters, most elements first
+    flops: float | None = None  # one forward at the sizes judged on a GPU (the floor's FLOPs)
+    bytes: float | None = None  # inputs, parameters and outputs moved once (the floor's bytes)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -76,9 +79,11 @@ def describe_problem(path: str | Path, backend: str = "triton",
     if on_gpu:
         major, minor = torch.cuda.get_device_capability()
         device, gpu = f"cuda: {torch.cuda.get_device_name()}", f"sm_{major}{minor}"
+    dtypes, flops, nbytes = footprint(path, overrides) if reference.kind != "cuda" else ([], None, None)
     return ProblemInfo(name=name, source=source, path=str(Path(path).resolve()),
                        backend=backend, device=device, op_kinds=kinds, gpu=gpu,
-                       overrides=dict(overrides or {}), reference=reference.to_dict())
+                       overrides=dict(overrides or {}), reference=reference.to_dict(),
+                       dtypes=dtypes, flops=flops, bytes=nbytes)
 
 
 def _run_reference(problem, path) -> tuple[list[str], list[int]]:
@@ -96,3 +101,30 @@ def _run_reference(problem, path) -> tuple[list[str], list[int]]:
         raise ProblemError(f"the reference could not run on its inputs: {type(exc).__name__}: {exc}",
                            path=path) from None
     return kinds, [i for i, (x, b) in enumerate(zip(inputs, before, strict=True)) if fingerprint(x) != b]
+
+
+
+def footprint(path: str | Path, overrides: dict[str, Any] | None) -> tuple[list[str], float | None, float | None]:
+    """(floating dtypes by element count, FLOPs, bytes) of one forward at full size, on the meta
+    device (nothing is allocated); unknowns are empty or None."""
+    import torch
+
+    from kernelwright.problem import load_problem
+    from kernelwright.problem.shrink import measure
+
+    try:
+        full = load_problem(path, overrides=overrides, shrink=False)
+        counts: dict[str, int] = {}
+        with torch.device("meta"):
+            torch.manual_seed(0)
+            tensors = [x for x in full.module.get_inputs() if isinstance(x, torch.Tensor)]
+            tensors += list(full.Model(*full.module.get_init_inputs()).state_dict().values())
+        for tensor in tensors:
+            if tensor.is_floating_point():
+                name = str(tensor.dtype).removeprefix("torch.")
+                counts[name] = counts.get(name, 0) + tensor.numel()
+        found = measure(full)
+    except Exception:  # noqa: BLE001 - the footprint only steers prompts; the judge measures for real
+        return [], None, None
+    dtypes = sorted(counts, key=lambda d: -counts[d])
+    return dtypes, (found.flops or None), (found.bytes or None)

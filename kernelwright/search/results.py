@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .verdict_facts import verdict_facts
+
 FAILURE_CHARS = 3000  # a failure text longer than this is cut (head and tail kept)
 
 
@@ -39,6 +41,15 @@ class EvalResult:
     bottleneck: str | None = None
     device: str = "cpu"
     timing_method: str = ""
+    iqr_ms: float | None = None
+    timed_calls: int | None = None
+    timing_note: str = ""  # e.g. "CPU wall time: not GPU performance"
+    l2_flushed: bool = False
+    floor: dict[str, Any] = field(default_factory=dict)  # judge Floor fields (floor_ms, pct_of_floor, bound, ...)
+    kernels: dict[str, Any] = field(default_factory=dict)  # judge/kernel_times.py record
+    profile: dict[str, Any] = field(default_factory=dict)  # profile_facts(): class, hot kernels, notices
+    margin: float | None = None  # worst measured error / allowed error over the trials (1.0 = at the limit)
+    shrunk: bool = False  # judged at the CPU's shrunk sizes
 
     @property
     def passed(self) -> bool:
@@ -51,9 +62,7 @@ class EvalResult:
         return value if value is not None else self.speedup.get("eager")
 
     def summary(self, objective: str = "eager") -> str:
-        """One line for an agent prompt or a table. Speedups are rounded to two decimals and
-        no milliseconds are quoted, so a prompt does not change with timing noise (and a
-        recorded answer still matches it)."""
+        """One line for tables and logs (prompts show the whole evidence: search/context.verdict_view)."""
         trials = f"{self.trials_passed}/{self.trials_total} trials" if self.trials_total else "no trials"
         if self.passed:
             speed = self.speedup_for(objective)
@@ -89,6 +98,7 @@ class EvalResult:
             error="" if verdict.passed else failure_text(verdict),
             findings=_findings(profile), bottleneck=_bottleneck(verdict, profile),
             device=verdict.device, timing_method=verdict.timing.method if verdict.timing else "",
+            **verdict_facts(verdict, profile),
         )
 
 
@@ -153,7 +163,7 @@ def _findings(profile: dict) -> list[str]:
     for item in profile.get("findings") or []:
         if isinstance(item, str):
             out.append(item)
-        elif isinstance(item, dict) and item.get("text"):
+        elif isinstance(item, dict) and item.get("text") and item.get("kind") != "notice":  # notices: profile_facts
             tags = "".join(f"[{t}]" for t in item.get("tags") or [])
             out.append(f"{item['text']} {tags}".strip())
     return out[:8]

@@ -42,7 +42,8 @@ class Settings:
     context_tokens: int = 12000  # token budget of one prompt's dynamic context
     digest_items: int = 12  # "already tried" lines in a prompt
     digest_chars: int = 2000
-    skills_k: int = 3  # skills retrieved into a prompt
+    skills_k: int = 5  # skills ranked for an expansion; prompts take them whole from the top while they fit
+    profile_evals: int = 8  # passing candidates profiled (ncu) per run on a GPU target; 0: none
     temperature: float | None = None  # None: the agents' own default
 
     def __post_init__(self) -> None:
@@ -58,7 +59,7 @@ class Settings:
             if getattr(self, name) < 1:
                 raise SettingsError(f"setting {name} must be at least 1, got {getattr(self, name)}")
         for name in ("max_repairs", "parse_retries", "generations", "digest_items", "digest_chars",
-                     "skills_k"):
+                     "skills_k", "profile_evals"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"setting {name} must not be negative, got {getattr(self, name)}")
         if self.mcts_c < 0 or self.widen_k <= 0 or not 0 <= self.widen_alpha <= 1:

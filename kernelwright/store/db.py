@@ -127,10 +127,11 @@ def _loads(text: str | None) -> Any:
 @dataclass
 class JournalEntry:
     seq: int
-    kind: str  # "tell" or "limits"
+    kind: str  # "tell", "limits" or "target"
     ask_id: str | None
-    payload: Any  # for "tell": the stored result dict; for "limits": the new limits
+    payload: Any  # for "tell": the stored result dict; for "limits" / "target": the new value
     elapsed_s: float | None
+    with_next: bool = False  # "tell": told together with the next entry (one batch of results)
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -258,9 +259,11 @@ class RunStore:
             "SELECT * FROM asks WHERE run_id = ? ORDER BY seq", (run_id,))]
 
     def save_result(self, run_id: str, ask_id: str, result: dict[str, Any], elapsed_s: float | None,
-                    *, verdict: dict[str, Any] | None = None, llm_call: dict[str, Any] | None = None) -> int:
+                    *, verdict: dict[str, Any] | None = None, llm_call: dict[str, Any] | None = None,
+                    with_next: bool = False) -> int:
         """The result of an ask, its journal entry, and what comes with it, in one transaction.
-        Returns the journal sequence number."""
+        `with_next`: the engine hears it together with the next stored result. Returns the journal
+        sequence number."""
         stamp = now()
         with self._tx() as c:
             row = c.execute("SELECT result, candidate_id FROM asks WHERE run_id = ? AND id = ?",
@@ -271,8 +274,10 @@ class RunStore:
                 raise StoreError(f"ask {ask_id} of run {run_id} already has a result")
             c.execute("UPDATE asks SET result = ?, answered = ? WHERE run_id = ? AND id = ?",
                       (_dumps(result), stamp, run_id, ask_id))
-            cursor = c.execute("INSERT INTO journal (run_id, kind, ask_id, elapsed_s, created)"
-                               " VALUES (?,?,?,?,?)", (run_id, "tell", ask_id, elapsed_s, stamp))
+            cursor = c.execute("INSERT INTO journal (run_id, kind, ask_id, payload, elapsed_s, created)"
+                               " VALUES (?,?,?,?,?,?)", (run_id, "tell", ask_id,
+                                                         _dumps({"with_next": True}) if with_next else None,
+                                                         elapsed_s, stamp))
             if verdict is not None:
                 self._save_verdict(c, run_id, row["candidate_id"] or verdict.get("candidate", ""), verdict)
             if llm_call is not None:
@@ -280,9 +285,13 @@ class RunStore:
             return cursor.lastrowid
 
     def save_limits(self, run_id: str, limits: dict[str, Any], elapsed_s: float | None) -> int:
+        return self.save_change(run_id, "limits", limits, elapsed_s)
+
+    def save_change(self, run_id: str, kind: str, payload: dict[str, Any], elapsed_s: float | None) -> int:
+        """A journal entry that changes the run between results ("limits", "target")."""
         with self._tx() as c:
             cursor = c.execute("INSERT INTO journal (run_id, kind, payload, elapsed_s, created)"
-                               " VALUES (?,?,?,?,?)", (run_id, "limits", _dumps(limits), elapsed_s, now()))
+                               " VALUES (?,?,?,?,?)", (run_id, kind, _dumps(payload), elapsed_s, now()))
             return cursor.lastrowid
 
     def journal(self, run_id: str) -> list[JournalEntry]:
@@ -292,7 +301,8 @@ class RunStore:
             "LEFT JOIN asks a ON a.run_id = j.run_id AND a.id = j.ask_id "
             "WHERE j.run_id = ? ORDER BY j.seq", (run_id,)).fetchall()
         return [JournalEntry(r["seq"], r["kind"], r["ask_id"],
-                             _loads(r["result"] if r["kind"] == "tell" else r["payload"]), r["elapsed_s"])
+                             _loads(r["result"] if r["kind"] == "tell" else r["payload"]), r["elapsed_s"],
+                             r["kind"] == "tell" and bool((_loads(r["payload"]) or {}).get("with_next")))
                 for r in rows]
 
     def last_elapsed(self, run_id: str) -> float:

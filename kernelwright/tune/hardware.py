@@ -49,15 +49,26 @@ class DeviceLimits:
         return data
 
 
-H100_SXM = DeviceLimits(name="NVIDIA H100 80GB HBM3", compute_capability=(9, 0), sm_count=132)
-A100_SXM = DeviceLimits(
-    name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0), sm_count=108,
-    smem_per_block_optin=166912, smem_per_sm=167936, l2_bytes=40 * 2**20,
-)
-L4 = DeviceLimits(
-    name="NVIDIA L4", compute_capability=(8, 9), sm_count=58, max_threads_per_sm=1536,
-    smem_per_block_optin=101376, smem_per_sm=102400, l2_bytes=48 * 2**20,
-)
+def from_target(target) -> DeviceLimits:
+    """The limits of a judge.target.Target (the one home of known cards' facts)."""
+    major, minor = int(target.arch[3:-1] or 9), int(target.arch[-1])
+    return DeviceLimits(
+        name=target.name, compute_capability=(major, minor), sm_count=target.sm_count,
+        warp_size=target.warp_size, max_threads_per_block=target.max_threads_per_block,
+        max_threads_per_sm=target.max_threads_per_sm, regs_per_sm=target.regs_per_sm,
+        regs_per_block=target.regs_per_block, max_regs_per_thread=target.regs_per_thread,
+        smem_per_block_optin=target.smem_per_block, smem_per_sm=target.smem_per_sm, l2_bytes=target.l2_bytes)
+
+
+def _known(name: str) -> DeviceLimits:
+    from kernelwright.judge.target import known_target
+
+    return from_target(known_target(name))
+
+
+H100_SXM = _known("h100")
+A100_SXM = _known("a100")
+L4 = _known("l4")
 KNOWN_DEVICES = {"h100": H100_SXM, "a100": A100_SXM, "l4": L4}
 
 

@@ -8,7 +8,7 @@ import string
 import pytest
 
 from kernelwright.agents import Analyst, Code, Coder, Diagnosis, ParseFailure, Plan, Planner, Repairer
-from kernelwright.agents.plan_parse import make_approach_key
+from kernelwright.agents.plan_parse import approach_label
 from kernelwright.agents.templates import BUILTIN_PROMPTS
 
 TRITON_EXAMPLE = (BUILTIN_PROMPTS / "examples" / "triton_elementwise.py").read_text()
@@ -46,7 +46,7 @@ def test_planner_reads_the_json_form():
         "In `ModelNew.forward`, launch with num_warps=8 and a grid of cdiv(n, 4096)",
     ]
     assert plan.skill_tags == ["vectorized-access"]
-    assert plan.approach_key == "vectorize:vectorized-access"
+    assert plan.approach_key == "vectorize the loads"  # the planner's own label, whole
     assert plan.rationale.startswith("4-byte loads")
     assert "1. In `relu_kernel`" in plan.to_markdown()
 
@@ -56,7 +56,7 @@ def test_planner_falls_back_to_a_numbered_list():
     assert isinstance(plan, Plan) and len(plan.steps) == 2
     assert plan.steps[0].startswith("In `relu_kernel`") and "keep the masked tail" in plan.steps[0]
     assert plan.skill_tags == ["vectorized-access"]  # x[i] is an index, not a skill citation
-    assert plan.approach_key == "vectorize:vectorized-access"  # same idea as the JSON form
+    assert plan.approach_key == plan.steps[0]  # no label given: the first step, whole
     assert plan.rationale == "I'd focus on memory traffic."
 
 
@@ -83,15 +83,23 @@ def test_planner_turns_bad_answers_into_feedback(label, answer, why):
     assert result.reason.rstrip(".") in result.feedback and '"steps"' in result.feedback  # restates the format
 
 
-def test_approach_keys_collide_for_rephrasings_and_differ_for_other_ideas():
-    fuse_a = make_approach_key("fuse bias and ReLU", ["operator-fusion"], [])
-    fuse_b = make_approach_key("", ["operator-fusion"], ["In `k`, merging the epilogue into the GEMM"])
-    tile = make_approach_key("tile the K loop", ["smem-tiling"], [])
-    assert fuse_a == fuse_b == "fuse:operator-fusion"
-    assert tile != fuse_a
-    assert make_approach_key("Use a persistent kernel for the reduction", [], []) == "persistent-reduction"
-    assert make_approach_key("", [], []) == "unspecified"
-    assert make_approach_key("", ["b-skill", "a-skill", "a-skill"], []) == "a-skill+b-skill"
+def test_approach_labels_are_the_planners_words_whole():
+    long = "fuse bias, ReLU and the divide into the GEMM epilogue so the intermediate never reaches DRAM"
+    assert approach_label(long, ["In `k`, something else"]) == long  # never cut
+    assert approach_label("  tile   the K loop \n", []) == "tile the K loop"
+    assert approach_label("", ["In `k`, merge the epilogue into the GEMM [operator-fusion]"]) == \
+        "In `k`, merge the epilogue into the GEMM [operator-fusion]"
+    assert approach_label("", []) == "unspecified"
+
+
+def test_only_real_skills_become_tags_when_the_library_is_known():
+    answer = ('```json\n{"steps": [{"region": "matmul_kernel", "change": "use [BM] = 128 rows per tile and '
+              '[swizzled-program-order-l2]", "skill": "split-k"}], "approach": "bigger tiles"}\n```')
+    assert Planner().parse(answer).skill_tags == ["split-k", "bm", "swizzled-program-order-l2"]
+    known = {"split-k", "swizzled-program-order-l2"}
+    plan = Planner(known_skills=known).parse(answer)
+    assert plan.skill_tags == ["split-k", "swizzled-program-order-l2"]  # a tile name is not a skill
+    assert "[bm]" not in plan.to_markdown() and "[BM]" in plan.to_markdown()  # the planner's text stays
 
 
 def test_skill_names_are_normalised_from_json():

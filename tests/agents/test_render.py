@@ -161,10 +161,21 @@ def test_plan_given_as_text_is_shown(relu_context):
     assert "use BLOCK=4096" in user_text(Coder().request(ctx))
 
 
-def test_long_skills_are_precut_and_the_cut_is_reported(relu_context):
-    request = Planner(skill_chars=500).request(relu_context)
-    notes = request.metadata["context"]["notes"]
-    assert notes and all("pre-cut" in note for note in notes.values())
+def test_skills_are_whole_or_left_out_lowest_ranked_first(relu_context):
+    skills = relu_context.skills
+    assert len(skills) >= 3
+    text = user_text(Planner().request(relu_context))
+    for skill in skills:  # plenty of room: every one whole, in ranking order
+        assert skill.body.strip().splitlines()[-1].strip() in text
+    assert [text.index(f"## [{s.name}]") for s in skills] == sorted(text.index(f"## [{s.name}]") for s in skills)
+    # little room: a prefix of the ranking survives, nothing is cut
+    fixed = Planner().request(dataclasses.replace(relu_context, skills=[])).metadata["context"]["used_tokens"]
+    tight = dataclasses.replace(relu_context, token_budget=fixed + 900)
+    report = Planner().request(tight).metadata["context"]
+    kept = [n for n in report["included"] if n.startswith("skill:")]
+    assert kept == [f"skill:{s.name}" for s in skills[:len(kept)]] and len(kept) < len(skills)
+    assert not [n for n in report["truncated"] if n.startswith("skill:")]
+    assert "trimmed to fit" not in user_text(Planner().request(tight))
 
 
 def test_context_validates_its_input(relu_context):
@@ -240,7 +251,9 @@ def test_overriding_the_answer_format_changes_prompt_and_feedback_alike(tmp_path
     assert "CUSTOM FORMAT" in planner.parse("no plan here").feedback
 
 
-def test_digest_headings_survive_under_the_section_heading(relu_context):
-    in_progress = "## In progress (other workers are trying these now; choose a different approach)\n- `tile`: x"
-    text = user_text(Planner().request(dataclasses.replace(relu_context, tried_digest=in_progress)))
-    assert "# What this run already tried\n\n## In progress" in text and "choose a different approach" in text
+def test_in_progress_plans_reach_planners_only(relu_context):
+    ctx = dataclasses.replace(relu_context, in_progress=["`retune the block sizes`: In `relu_kernel`, use BLOCK=8192"])
+    text = user_text(Planner().request(ctx))
+    assert "## In progress" in text and "`retune the block sizes`" in text and "choose a different approach" in text
+    coder = user_text(Coder().request(dataclasses.replace(ctx, plan="1. In `k`, do x")))
+    assert "choose a different approach" not in coder and "## In progress" not in coder

@@ -122,6 +122,7 @@ def _wait_for_answers(run_dir: Path, process: subprocess.Popen, at_least: int, t
     raise AssertionError(f"fewer than {at_least} answers after {timeout} s")
 
 
+@pytest.mark.timeout(600)  # five CLI runs and two judged candidates, on a shared CPU
 def test_exchange_pauses_until_answers_are_written_then_completes(tmp_path):
     run_dir = tmp_path / "run"
     result = scenario.cli(scenario.optimize_args(run_dir, "exchange"), cwd=tmp_path)
@@ -144,9 +145,18 @@ def _unanswered(folder: Path) -> list[dict]:
     return [s for s in sidecars if not (folder / s["answer_file"]).exists()]
 
 
+@pytest.mark.timeout(600)  # five CLI runs and three batch runs, on a shared CPU
 def test_batch_evaluations_round_trip_through_a_folder(tmp_path):
     run_dir = tmp_path / "run"
     result = scenario.cli(scenario.optimize_args(run_dir, replay_spec(), "--eval", "batch"), cwd=tmp_path)
+    # the run does not know where it will be judged: it pauses before its first prompt; the batch
+    # runner's first contact records the device, and the run goes on
+    assert result.returncode == PAUSED and "device.json" in result.stdout + result.stderr
+    assert not list((run_dir / "evals").glob("*.request.json"))
+    recorded = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(run_dir / "evals")],
+                              cwd=tmp_path, env=scenario.env(), capture_output=True, text=True, timeout=240)
+    assert recorded.returncode == 0 and (run_dir / "evals" / "device.json").is_file(), recorded.stderr
+    result = scenario.cli(["optimize", "--resume", str(run_dir), "--quiet"], cwd=tmp_path)
     for expected in ("c1", "c2"):
         assert result.returncode == PAUSED, result.stdout + result.stderr
         evals = run_dir / "evals"

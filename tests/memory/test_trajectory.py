@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_key
+from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_id, approach_key
 
 # All entries below are hand-written test data, not results of a real run.
 
@@ -15,18 +15,18 @@ def entry(cid, outcome, key="", plan="try something", speedup=None, reason="", a
                            outcome=outcome, speedup=speedup, reason=reason)
 
 
-def test_approach_key_prefers_tags_and_normalises_plans():
-    assert approach_key("anything", tags=["Vectorized-Access", "operator-fusion"]) == \
-        "operator-fusion+vectorized-access"
-    assert approach_key("1. Use a Triton kernel with float4 loads for the ReLU!\nmore text") == \
-        "triton-float4-loads-relu"
-    assert approach_key("## Write custom kernel\n") == approach_key("- write a custom kernel")
+def test_labels_are_kept_whole_and_compared_loosely():
+    long = "1. Use a Triton kernel with float4 loads for the ReLU, BLOCK=4096 and 8 warps, masked tail!"
+    assert approach_key(long + "\nmore text") == long[3:]  # bullet stripped, nothing cut
+    assert approach_key("## Write custom kernel\n") == "Write custom kernel"
     assert approach_key("\n\n") == "unspecified"
+    assert approach_id("Fuse bias + ReLU into the GEMM.") == approach_id("fuse bias relu into the gemm")
 
 
-def test_entry_derives_key_and_validates():
+def test_entry_keeps_the_label_and_validates():
     e = entry("c1", "pass", plan="Fuse bias and ReLU into the GEMM epilogue")
-    assert e.approach_key == "fuse-bias-relu-gemm-epilogue"
+    assert e.approach_key == "Fuse bias and ReLU into the GEMM epilogue"
+    assert entry("c2", "pass", key="  retune   BLOCK_M ").approach_key == "retune BLOCK_M"
     with pytest.raises(ValueError, match="outcome"):
         entry("c1", "great")
     with pytest.raises(ValueError, match="action"):
@@ -60,6 +60,19 @@ def test_dead_ends():
     assert trajectory.best().candidate_id == "c7"
 
 
+def test_the_approach_of_the_best_candidate_is_never_a_dead_end():
+    # a first version that is correct but slower than eager is still the best there is
+    trajectory = Trajectory([entry("c1", "slower", key="one fused kernel", speedup=0.43, action="draft"),
+                             entry("c2", "wrong", key="tiled two-pass kernel"),
+                             entry("c3", "wrong", key="tiled two-pass kernel")])
+    assert trajectory.dead_ends() == ["tiled two-pass kernel"]
+    assert "`one fused kernel`: no gain, best 0.43×" in trajectory.digest()
+    trajectory.add(entry("c4", "faster", key="retune blocks", speedup=0.9))
+    trajectory.add(entry("c5", "slower", key="ONE fused kernel!", speedup=0.4))  # the same idea, again no gain
+    assert sorted(trajectory.dead_ends()) == ["one fused kernel", "tiled two-pass kernel"]
+    assert trajectory.is_dead_end("One Fused Kernel") and not trajectory.is_dead_end("retune blocks")
+
+
 def test_digest_groups_failures_and_puts_best_success_first():
     trajectory = Trajectory([
         entry("c1", "wrong", key="tf32-dot", reason="max abs err 3e-2"),
@@ -75,6 +88,7 @@ def test_digest_groups_failures_and_puts_best_success_first():
     assert lines[1].startswith("- `epilogue-fusion`")
     tf32 = [line for line in lines if "tf32-dot" in line]
     assert len(tf32) == 1 and "wrong ×3" in tf32[0] and "DEAD END" in tf32[0]
+    assert "improved" in lines[0]  # outcomes in words
     assert "K=8192" in tf32[0], "the latest failure reason is the one shown"
     assert "make_tensor_descriptor not found" in digest, "reasons are flattened to one line"
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -50,14 +52,15 @@ def setup(tmp_path, **settings):
 def test_drive_persists_every_ask_and_result_before_the_engine_hears_it(tmp_path):
     store, engine = setup(tmp_path)
     told = []
-    original = engine.tell
+    original = engine.tell_many
 
-    def tell(ask_id, result, elapsed):
-        assert store.ask("r1", ask_id)["result"] is not None, "told before the result was stored"
-        told.append(ask_id)
-        original(ask_id, result, elapsed)
+    def tell_many(results, elapsed):
+        for ask_id, _ in results:
+            assert store.ask("r1", ask_id)["result"] is not None, "told before the result was stored"
+            told.append(ask_id)
+        original(results, elapsed)
 
-    engine.tell = tell
+    engine.tell_many = tell_many
     answerer = Answerer(store, Script(lambda *a: passed(1.4)))
     progress = []
     outcome = asyncio.run(drive(engine, Mirror(store, "r1", "eager"), completions=answerer,
@@ -132,8 +135,16 @@ def test_session_pauses_on_exchange_and_batch_and_resumes_to_the_end(tmp_path, k
     options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", eval_mode="batch",
                          settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0),
                          overrides={"batch_size": 16, "dim": 64}, run_dir=str(run_dir))
-    first = run_optimization(options)
+    waiting = run_optimization(options)  # a batch run first needs its evaluation device: no prompt yet
+    assert waiting.status == "paused" and waiting.exit_code == 75 and not waiting.pending_prompts
+    assert "device.json" in waiting.detail and not (run_dir / "exchange").exists()
+    recorded = subprocess.run([sys.executable, "-m", "kernelwright.judge.target", str(run_dir / "evals"),
+                               "--device", "cpu"], capture_output=True, text=True, timeout=120)
+    assert recorded.returncode == 0, recorded.stderr
+    first = run_optimization(RunOptions(resume=str(run_dir)))
     assert first.status == "paused" and first.exit_code == 75 and len(first.pending_prompts) == 1
+    prompt = first.pending_prompts[0].read_text()
+    assert "CPU interpreter" in prompt and "cpu:" in prompt  # the device the batch runner recorded
     write_exchange_answer(run_dir, PLAN)
     second = run_optimization(RunOptions(resume=str(run_dir), limits=Limits(max_calls=5)))
     assert second.status == "paused" and second.pending_prompts

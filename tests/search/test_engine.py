@@ -5,7 +5,7 @@ import pytest
 
 from kernelwright.llm.types import Message
 from search_scripts import (Script, code_text, completion, fail_always, failed, judge_failure, passed,
-                            problem)
+                            plan_text, problem)
 
 from kernelwright.search.asks import CompletionAsk, EvaluationAsk
 from kernelwright.search.budget import Limits
@@ -149,21 +149,26 @@ def test_parallel_planners_see_what_the_others_are_trying():
     assert "idea number" in planners[0].request.messages[-1].content  # the in-progress line
 
 
-def test_skills_come_from_the_retriever_with_conditions():
+def test_skills_come_from_the_ranker_once_per_expansion():
     seen = []
 
     class Skill:
         name, title, body = "test-skill", "A test skill", "## When\nalways\n## Steps\n1. hand-written step"
 
-    def retrieve(query, conditions, k):
-        seen.append((query, conditions, k))
+    def rank(query, limit):
+        seen.append((query, limit))
         return [Skill()]
 
-    e = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1, skills_k=2), skills=retrieve)
-    text = e.ask()[0].request.messages[-1].content
-    assert "hand-written step" in text
-    query, conditions, k = seen[0]
-    assert "relu" in query and "elementwise" in conditions.op_kinds and "triton" in conditions.backend and k == 2
+    e = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1, skills_k=2, iterations=1),
+               skills=rank)
+    planner = e.ask()[0]
+    assert "hand-written step" in planner.request.messages[-1].content
+    query, limit = seen[0]
+    assert "relu" in query.text and query.op_kinds == ("elementwise",) and query.backend == "triton" and limit == 2
+    e.tell(planner.id, completion(plan_text("one pass")))
+    coder = e.ask()[0]
+    assert coder.agent == "coder" and "hand-written step" in coder.request.messages[-1].content
+    assert len(seen) == 1  # the Coder reads the planner's ranking, not a new one
 
 
 def test_temperature_setting_overrides_the_agents():
@@ -200,7 +205,7 @@ def test_a_plan_for_a_known_dead_end_is_sent_back_once():
     planners = [a for a in asked if isinstance(a, CompletionAsk) and a.agent == "planner"]
     # jobs 1 and 2 try the idea and fail twice: a dead end; job 3's planner is told so and asked
     # again, and its second answer (the same idea) is let through
-    assert "dead end" in e.trajectory.digest()
+    assert "DEAD END" in e.trajectory.digest()
     assert len(planners) == 4
     assert "dead end" in planners[3].request.messages[-1].content
     assert planners[3].request.messages[-2].role == "assistant"
@@ -237,3 +242,88 @@ def test_prompts_state_the_rule_set_of_the_run(rules):
     e = Engine(replace(problem(), rules=rules), "greedy", Limits(), Settings(strategy="greedy", drafts=1, parallel=1))
     system = e.ask()[0].request.messages[0].content
     assert f"Rule set: `{rules}`" in system
+
+
+def _two_first_versions(e):
+    """Answer the engine until both first versions wait for the judge; returns their evaluation asks."""
+    script = Script(fail_always)
+    while True:
+        asks = e.ask()
+        if len(asks) == 2 and all(isinstance(a, EvaluationAsk) for a in asks):
+            return asks
+        completion_ask = next(a for a in asks if isinstance(a, CompletionAsk))
+        e.tell(completion_ask.id, script.answer(completion_ask))
+
+
+def test_results_told_together_are_all_heard_before_the_next_prompt():
+    e = engine(strategy="greedy", drafts=2, parallel=2, iterations=4)
+    first, second = _two_first_versions(e)
+    e.tell_many([(first.id, passed(1.62)), (second.id, passed(2.15))])
+    planners = [a for a in e.ask() if isinstance(a, CompletionAsk) and a.agent == "planner"]
+    text = planners[0].request.messages[-1].content
+    assert f"Candidate to improve (`{second.candidate_id}`)" in text  # not the stale 1.62x one
+    stale = engine(strategy="greedy", drafts=2, parallel=2, iterations=4)
+    first, second = _two_first_versions(stale)
+    stale.tell(first.id, passed(1.62))  # told one at a time, the next prompt is written in between
+    text = next(a for a in stale.ask() if isinstance(a, CompletionAsk)).request.messages[-1].content
+    assert f"Candidate to improve (`{first.candidate_id}`)" in text
+
+
+def test_planners_of_different_nodes_are_asked_one_at_a_time():
+    e = engine(strategy="greedy", drafts=2, parallel=2, iterations=6)
+    first, second = _two_first_versions(e)
+    e.tell_many([(first.id, passed(1.5)), (second.id, passed(1.4))])
+    planners = [a for a in e.ask() if isinstance(a, CompletionAsk) and a.agent == "planner"]
+    assert len(planners) == 1  # the other job's planner waits for this one's plan
+    e.tell(planners[0].id, completion(plan_text("retune the block size")))
+    nxt = [a for a in e.ask() if isinstance(a, CompletionAsk) and a.agent == "planner"]
+    assert len(nxt) == 1 and "`retune the block size`" in nxt[0].request.messages[-1].content
+    assert "## In progress" in nxt[0].request.messages[-1].content
+    coder = next(a for a in e.ask() if isinstance(a, CompletionAsk) and a.agent == "coder")
+    assert "choose a different approach" not in coder.request.messages[-1].content
+
+
+def test_an_improvement_is_never_a_dead_end_even_below_eager():
+    e = engine(iterations=2, drafts=1, max_repairs=0)
+    speeds = iter([0.43, 0.40])
+    Script(lambda *a: passed(next(speeds))).run(e)
+    outcomes = [(x.approach_key, x.outcome) for x in e.trajectory.entries]
+    assert outcomes[0][1] == "faster"  # the first correct version: a gain, though slower than eager
+    assert outcomes[1][1] == "slower"  # no gain over the node it improved
+    assert outcomes[0][0] not in e.trajectory.dead_ends() and outcomes[1][0] in e.trajectory.dead_ends()
+
+
+def test_evaluations_ask_for_profiles_on_a_gpu_target_within_the_budget():
+    from kernelwright.judge.target import known_target
+
+    e = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1, iterations=3, profile_evals=1),
+               target=known_target("h100"))
+    flags = []
+    script = Script(lambda *a: passed(1.2))
+    while not e.done:
+        ask = e.ask()[0]
+        if isinstance(ask, EvaluationAsk):
+            flags.append(ask.profile)
+            assert ask.to_dict().get("profile", False) == ask.profile
+        e.tell(ask.id, script.answer(ask))
+    assert flags == [True, False, False]  # one passing profiled candidate per run here
+    cpu = engine(iterations=1)
+    Script(lambda *a: passed(1.2)).run(cpu)
+    assert not any(getattr(a, "profile", False) for a in cpu.ask())
+
+
+def test_a_skill_library_or_an_older_retriever_can_stand_in_for_the_ranker():
+    from kernelwright.memory.skills import builtin_library
+
+    library = builtin_library()
+    with_library = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1), skills=library)
+    assert "## [memory-bound-elementwise-fusion]" in with_library.ask()[0].request.messages[-1].content
+    seen = []
+
+    def retrieve(query, conditions, k):  # the older signature: text, Conditions, k
+        seen.append((query, conditions, k))
+        return library.retrieve(query, conditions, k)
+
+    older = Engine(problem(), "greedy", Limits(), Settings(strategy="greedy", drafts=1, skills_k=2), skills=retrieve)
+    older.ask()
+    assert seen and "relu" in seen[0][0] and "elementwise" in seen[0][1].op_kinds and seen[0][2] == 2

@@ -77,3 +77,36 @@ def test_asks_round_trip_through_json():
     for ask in e.ask():
         again = ask_from_dict(json.loads(json.dumps(ask.to_dict())))
         assert ask_hash(again) == ask_hash(ask) and again.id == ask.id
+
+
+def test_batches_told_together_replay_as_batches(tmp_path):
+    """The driver stores results that arrived together with `with_next`; the session tells them
+    together again on resume, so the replayed engine asks exactly what the original asked."""
+    from kernelwright.search.drivers.session import Session
+    from kernelwright.store import RunStore
+
+    original, store = make("greedy"), RunStore.in_dir(tmp_path)
+    store.create_run("r1", problem_path="p.py", problem_name="relu", problem_hash="h", problem_source="x",
+                     settings={})
+    script, order = Script(judge), random.Random(5)
+    while not original.done:
+        asks = original.ask()
+        batch = asks if all(not hasattr(a, "agent") for a in asks) and len(asks) > 1 else [order.choice(asks)]
+        results = [(a, script.answer(a)) for a in batch]
+        for index, (ask, result) in enumerate(results):
+            store.save_ask("r1", ask.to_dict(), ask_hash(ask))
+            store.save_result("r1", ask.id, result_to_dict(result), 1.0, with_next=index < len(results) - 1)
+        original.tell_many([(a.id, r) for a, r in results], 1.0)
+    grouped = [e.with_next for e in store.journal("r1")]
+    assert any(grouped), "the scenario must tell at least one batch"
+    replayed = make("greedy")
+    session = Session.__new__(Session)  # only the replay helper is needed
+    group = []
+    for entry in store.journal("r1"):
+        group.append(entry)
+        if not entry.with_next:
+            session._tell_group(replayed, group)
+            group = []
+    assert [n.to_dict() for n in replayed.tree] == [n.to_dict() for n in original.tree]
+    assert replayed.snapshot() == original.snapshot()
+    store.close()

@@ -12,6 +12,7 @@ evaluate elsewhere; until its verdict file appears the ask is pending and the ru
 """
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from kernelwright.judge.config import JudgeConfig
@@ -65,8 +66,9 @@ class LocalEvaluator:
         candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
         source = SourceText(ask.code, name=ask.candidate_id)
+        config = dataclasses.replace(self.config, profile=True) if ask.profile else None
         try:
-            verdict = await self.pool().ajudge(problem, source)
+            verdict = await self.pool().ajudge(problem, source, config)
         except Exception as exc:  # the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
         return verdict_answer(verdict)
@@ -94,7 +96,8 @@ class BatchEvaluator:
         request = self.folder / f"{ask.candidate_id}{batch.REQUEST_SUFFIX}"
         if not request.is_file():  # asked again after a resume: the request is already there
             problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
-            request = batch.write_request(self.folder, ask.candidate_id, problem, ask.code, self.config)
+            request = batch.write_request(self.folder, ask.candidate_id, problem, ask.code, self.config,
+                                          profile=ask.profile)
         return _raise_pending(self.folder, ask.candidate_id, request)
 
 

@@ -86,14 +86,14 @@ class Mirror:
         self.store.add_event(self.run_id, "ask_differs", {"ask": ask.id, "note": "stored version used"})
         return ask_from_dict(old)
 
-    def save_answer(self, ask: Ask, answer: Answer, elapsed_s: float) -> None:
+    def save_answer(self, ask: Ask, answer: Answer, elapsed_s: float, with_next: bool = False) -> None:
         verdict = None
         if answer.verdict_json is not None:
             import json
 
             verdict = json.loads(answer.verdict_json)
         self.store.save_result(self.run_id, ask.id, result_to_dict(answer.result), elapsed_s,
-                               verdict=verdict, llm_call=answer.llm_call)
+                               verdict=verdict, llm_call=answer.llm_call, with_next=with_next)
         if isinstance(answer.result, AskFailure):
             log.warning("ask %s failed: %s: %s", ask.id, answer.result.kind, answer.result.message)
             self.store.add_event(self.run_id, "ask_failed", {"ask": ask.id, "kind": answer.result.kind,
@@ -134,17 +134,19 @@ async def drive(engine: Engine, mirror: Mirror, *, completions: Answerer, evalua
             if not running:
                 break
             done, _ = await asyncio.wait([t for _, t in running.values()], return_when=asyncio.FIRST_COMPLETED)
+            arrived = []
             for task in sorted(done, key=lambda t: _ask_number(t.get_name())):
                 ask, _ = running.pop(task.get_name())
                 try:
-                    answer = task.result()
+                    arrived.append((ask, task.result()))
                 except Pending as pending:
                     outcome.pending[ask.id] = pending
-                    continue
+            if arrived:  # heard together: no prompt is written between two of them (a stale best)
                 elapsed = clock()
-                mirror.save_answer(ask, answer, elapsed)
-                engine.tell(ask.id, answer.result, elapsed)
-                outcome.told += 1
+                for index, (ask, answer) in enumerate(arrived):
+                    mirror.save_answer(ask, answer, elapsed, with_next=index < len(arrived) - 1)
+                engine.tell_many([(ask.id, answer.result) for ask, answer in arrived], elapsed)
+                outcome.told += len(arrived)
                 mirror.sync_tree(engine)
                 if on_progress is not None:
                     on_progress(engine.snapshot())

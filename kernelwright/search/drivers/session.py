@@ -27,6 +27,7 @@ from ..budget import Limits
 from ..core import AGENT_NAMES, Engine, EngineError
 from ..problem_info import ProblemInfo, describe_problem
 from ..settings import Settings
+from . import targets
 from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
 
 DEFAULT_WORKSPACE = Path("kw-runs")
@@ -59,6 +60,7 @@ class RunOptions:
     eval_workers: int = 1
     skill_dirs: list[str] = field(default_factory=list)
     seed: int = 0
+    target: str | None = None  # --target: a known GPU's name or a device file; else learned (see targets.py)
 
 
 @dataclass
@@ -123,6 +125,10 @@ class Session:
         self.run_dir = Path(options.run_dir) if options.run_dir else Path(options.workspace) / self.run_id
         if (self.run_dir / "run.sqlite").exists():
             raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
+        target = targets.initial_target(options.target, options.eval_mode or "local", self.run_dir / "evals",
+                                        options.judge.device)
+        if target is not None:
+            targets.describe_on(info, target)
         judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
         info = dataclasses.replace(info, rules=judge.rules)
         llm, roles = _llm_specs(options, self.run_dir)
@@ -130,7 +136,8 @@ class Session:
                        "seed": options.seed, "problem": info.to_dict(), "judge": judge.to_dict(),
                        "llm": {"default": llm, "roles": roles, "config_file": options.config_file},
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
-                       "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs]}
+                       "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
+                       "target": target.to_dict() if target is not None else None}
         self.store = store_cls.in_dir(self.run_dir)
         self.store.create_run(self.run_id, problem_path=info.path, problem_name=info.name,
                               problem_hash=info.source_hash, problem_source=info.source,
@@ -157,28 +164,84 @@ class Session:
         rules = JudgeConfig.from_dict(self.stored["judge"]).rules
         return ProblemInfo.from_dict({**self.stored["problem"], "rules": rules})
 
-    def _skills(self):
+    def _library(self):
         from kernelwright.memory.skills import SkillLibrary
 
-        library = SkillLibrary.load(self.stored.get("skill_dirs") or [], encoder=None)
-        return lambda query, conditions, k: library.retrieve(query, conditions, k)
+        if getattr(self, "_skill_library", None) is None:
+            self._skill_library = SkillLibrary.load(self.stored.get("skill_dirs") or [], encoder=None)
+        return self._skill_library
+
+    def _skills(self):
+        from kernelwright.memory.ranking import rank_skills
+
+        library = self._library()
+        return lambda query, limit: rank_skills(library, query, limit)
 
     def build_engine(self) -> Engine:
-        """A fresh engine with the stored settings, with every stored tell replayed in order."""
+        """A fresh engine with the stored settings, with every stored tell replayed in order (results
+        stored as one batch are told as one)."""
         stored_limits = Limits.from_dict(self.stored["limits"])
         engine = Engine(self.problem, self.settings.strategy, stored_limits, self.settings,
-                        rng_seed=int(self.stored.get("seed", 0)), skills=self._skills())
+                        rng_seed=int(self.stored.get("seed", 0)), skills=self._skills(),
+                        skill_names=self._library().names(), target=targets.stored_target(self.stored),
+                        extra=targets.prompt_extra(self.stored))
+        group: list = []
         for entry in self.store.journal(self.run_id):
             try:
+                if entry.kind == "tell":
+                    group.append(entry)
+                    if not entry.with_next:
+                        self._tell_group(engine, group)
+                        group = []
+                    continue
+                self._tell_group(engine, group)
+                group = []
                 if entry.kind == "limits":
                     engine.set_limits(Limits.from_dict(entry.payload), entry.elapsed_s)
-                else:
-                    engine.tell(entry.ask_id, result_from_dict(entry.payload), entry.elapsed_s)
+                elif entry.kind == "target":
+                    engine.set_target(targets.Target.from_dict(entry.payload))
             except EngineError as exc:
                 raise ReplayDiverged(f"replaying run {self.run_id} failed at journal entry {entry.seq}: "
                                      f"{exc}. The run was made by another version of kernelwright.") from None
+        self._tell_group(engine, group)  # a batch cut short by a kill: what was stored of it
         engine.take_changed()
         return engine
+
+    @staticmethod
+    def _tell_group(engine: Engine, group: list) -> None:
+        if group:
+            engine.tell_many([(e.ask_id, result_from_dict(e.payload)) for e in group], group[-1].elapsed_s)
+
+    def _learn_target(self) -> RunOutcome | None:
+        """Before any prompt: the run's target, from --target or the batch folder's device file. A
+        batch run that knows neither pauses here, asking for the device file (or --target)."""
+        if targets.stored_target(self.stored) is not None:
+            return None
+        found = targets.learn(self.options.target, self._eval_mode(), self.run_dir / "evals",
+                              JudgeConfig.from_dict(self.stored["judge"]).device)
+        if found is None:
+            (self.run_dir / "evals").mkdir(parents=True, exist_ok=True)
+            self.store.update_run(self.run_id, status="paused", detail=targets.WAITING.format(run_dir=self.run_dir))
+            return RunOutcome(self.run_id, self.run_dir, "paused", targets.WAITING.format(run_dir=self.run_dir),
+                              pending_evals=[self.run_dir / "evals"])
+        self.stored["target"] = found.to_dict()
+        self.stored["problem"] = targets.describe_on(self.problem, found).to_dict()
+        self.store.update_run(self.run_id, settings=self.stored)
+        self.store.add_event(self.run_id, "target", {"name": found.name, "source": found.source})
+        return None
+
+    def _apply_new_target(self, engine: Engine, elapsed: float) -> None:
+        """A device file that says more than the target in use (measured facts after built-in ones,
+        another card) becomes the target from here on; the change is journaled for replays."""
+        found = targets.newer_target(engine.contexts.target, self.options.target, self._eval_mode(),
+                                     self.run_dir / "evals")
+        if found is not None:
+            self.store.save_change(self.run_id, "target", found.to_dict(), elapsed)
+            self.store.add_event(self.run_id, "target", {"name": found.name, "source": found.source})
+            engine.set_target(found)
+
+    def _eval_mode(self) -> str:
+        return self.options.eval_mode or self.stored.get("eval", "local")
 
     def _apply_new_limits(self, engine: Engine, elapsed: float) -> None:
         current = engine.budget.limits
@@ -227,6 +290,9 @@ class Session:
     def run_to_end(self) -> RunOutcome:
         from .completions import RouterAnswerer
 
+        waiting = self._learn_target()
+        if waiting is not None:
+            return waiting
         engine = self.build_engine()
         base = self.store.last_elapsed(self.run_id)
         started = time.monotonic()
@@ -235,6 +301,7 @@ class Session:
             return base + time.monotonic() - started
 
         self._apply_new_limits(engine, base)
+        self._apply_new_target(engine, base)
         mirror = Mirror(self.store, self.run_id, self.settings.objective)
         self.store.upsert_candidates(self.run_id, [node_row(n, self.settings.objective) for n in engine.tree])
         try:

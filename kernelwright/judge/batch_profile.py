@@ -1,0 +1,77 @@
+"""The profile pass of a batch: profiles of passing candidates, best first, within a time budget.
+
+A search that evaluates through batch folders gets one GPU round trip per round, so the profiles
+its next prompts need (the nodes it will expand) must come back with the verdicts. A request may
+ask for one (`"profile": true`, written by the search within its run's profile budget); the runner
+first judges every request (correctness and timing need nothing else), then profiles the passing
+candidates that asked, fastest first and round-robin over folders (each problem's best is the node
+most likely expanded next), until `budget_s` is spent. The profile runs through the judge's own
+sandboxed worker (one trial, no timing, `config.profile`), whose report is added to the verdict
+already written; what the budget left out is said in the runner's log.
+"""
+from __future__ import annotations
+
+import json
+import time
+from itertools import zip_longest
+from pathlib import Path
+
+from .config import JudgeConfig
+from .verdict import Verdict
+
+PROFILE_OVERRIDES = {"trials": 1, "time": False, "baselines": [], "profile": True, "energy_ms": 0.0}
+MIN_SECONDS = 30.0  # a profile needs at least this much of the budget to be worth starting
+
+
+def wants_profile(request: Path) -> bool:
+    try:
+        data = json.loads(request.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("profile") is True
+
+
+def _speed(verdict: Verdict) -> float:
+    return max((v for v in (verdict.speedup or {}).values() if isinstance(v, (int, float))), default=0.0)
+
+
+def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
+    """(request, verdict) of the passing, unprofiled candidates that asked for a profile, fastest first."""
+    from .batch import REQUEST_SUFFIX, read_verdicts
+
+    found = []
+    for name, verdict in read_verdicts(folder).items():
+        request = folder / f"{name}{REQUEST_SUFFIX}"
+        if verdict.passed and verdict.profile is None and request.is_file() and wants_profile(request):
+            found.append((request, verdict))
+    return sorted(found, key=lambda item: -_speed(item[1]))
+
+
+def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
+    """Profile what asked for it (see the module docstring); returns the names profiled."""
+    from .batch import atomic_write, read_request, request_name, verdict_path
+
+    queues = [candidates(Path(f)) for f in folders]
+    ordered = [item for row in zip_longest(*queues) for item in row if item is not None]
+    start, done = time.monotonic(), []
+    for index, (request, verdict) in enumerate(ordered):
+        left = budget_s - (time.monotonic() - start)
+        if left < MIN_SECONDS:
+            if log:
+                log(f"profile budget of {budget_s:.0f} s spent: {len(ordered) - index} passing candidates "
+                    "not profiled")
+            break
+        job = read_request(request, base)
+        settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
+        settings["timeout_s"] = min(job.config.timeout_s, left)
+        job.config = JudgeConfig.from_dict(settings)
+        profiled = pool.judge_many([job])[0]
+        verdict.profile = profiled.profile if profiled.profile is not None else {
+            "status": "failed", "findings": [], "notes": [f"the profile run failed: {profiled.error}"]}
+        verdict.stage_seconds["profile"] = profiled.stage_seconds.get("profile", 0.0)
+        atomic_write(verdict_path(request), verdict.to_json())
+        done.append(request_name(request))
+        if log:
+            log(f"{request_name(request)}: profiled ({verdict.profile.get('status', '?')}, "
+                f"{verdict.stage_seconds['profile']:.0f} s)")
+    return done

@@ -1,0 +1,80 @@
+"""Where a candidate's GPU time goes: the share of each kernel it launches per forward.
+
+After the timing, the judge records a few more forwards under torch.profiler (CUPTI) and sums the
+device time of each kernel per call: cheap (well under a second for most candidates), and enough
+for a model to see which of two kernels dominates. The candidate is already warm (compiled,
+autotuned) by then. On a CPU there is no kernel timeline (Triton runs in the interpreter), so the
+record says so instead of inventing numbers.
+
+Stdlib at import; torch and kernelwright.profile.torchprof are imported when measuring.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+CALLS = 5  # recorded forwards after the profiler's own warm-up forward
+TOP = 8  # kernels listed per verdict; the rest are summed as "other kernels"
+NAME_CHARS = 120
+
+
+def short_kernel_name(name: str) -> str:
+    """`void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` -> `at::native::vectorized_elementwise_kernel<…>`.
+
+    C++ kernel names carry their template arguments and signature; the function's name is what a
+    reader recognises. Triton kernels keep their plain names.
+    """
+    text = re.sub(r"^void\s+", "", name.strip())
+    depth, out = 0, []
+    for ch in text:
+        if ch == "(" and depth == 0:
+            break
+        if ch == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    short = "".join(out).strip() or name.strip()
+    return short if len(short) <= NAME_CHARS else short[: NAME_CHARS - 1] + "…"
+
+
+def unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason}
+
+
+def measure(forward: Callable[[], object], device: str, calls: int = CALLS) -> dict[str, Any]:
+    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}."""
+    if not str(device).startswith("cuda"):
+        return unavailable("evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
+                           "interpreter), so no per-kernel times")
+    try:
+        from kernelwright.profile.torchprof import PROFILER_WARMUP_CALLS, record_timeline, summarize_timeline
+
+        events = record_timeline(forward, calls, use_cuda=True)
+        summary = summarize_timeline(events, skip=PROFILER_WARMUP_CALLS, top=10_000)
+    except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
+        return unavailable(f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")
+    return from_summary(summary)
+
+
+def from_summary(summary) -> dict[str, Any]:
+    """The verdict record of a torchprof.TimelineSummary (per-call kernel times and shares)."""
+    total = summary.kernel_us_per_call
+    if not summary.calls or total <= 0:
+        return unavailable("the forward launched no GPU kernel the profiler could see")
+    kernels = [{"name": short_kernel_name(k["name"]), "us_per_call": round(k["total_us"], 3),
+                "launches_per_call": round(k["count"], 2), "share": round(k["total_us"] / total, 4)}
+               for k in summary.top_kernels]
+    shown, rest = kernels[:TOP], kernels[TOP:]
+    if rest:
+        shown.append({"name": f"{len(rest)} other kernels", "us_per_call": round(sum(k["us_per_call"] for k in rest), 3),
+                      "launches_per_call": round(sum(k["launches_per_call"] for k in rest), 2),
+                      "share": round(sum(k["share"] for k in rest), 4)})
+    return {"available": True, "method": f"torch.profiler, {summary.calls} forwards after the timing",
+            "kernels_per_call": round(summary.kernels_per_call, 2),
+            "kernel_us_per_call": round(total, 3), "busy_us_per_call": round(summary.busy_us_per_call, 3),
+            "wall_us_per_call": round(summary.wall_us_per_call, 3),
+            "idle_fraction": round(summary.idle_fraction, 4), "kernels": shown}

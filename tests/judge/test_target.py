@@ -1,0 +1,58 @@
+"""The run's target: known cards, device files, and what the batch runner records."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernelwright.judge.target import (DEVICE_FILE, Target, TargetError, known_target, load_target, read_device_file,
+                                       write_device_file)
+
+
+def test_known_cards_have_their_limits_and_datasheet_peaks_marked_as_such():
+    h100 = known_target("H100")
+    assert (h100.kind, h100.arch, h100.sm_count, h100.smem_per_block, h100.regs_per_thread) == \
+        ("cuda", "sm_90", 132, 232448, 255)
+    assert h100.peaks["source"].startswith("datasheet") and "not measured" in h100.source
+    assert known_target("nvidia a100-sxm4").arch == "sm_80" and known_target("l4").max_threads_per_sm == 1536
+    with pytest.raises(TargetError, match="known: h100"):
+        known_target("tpu-v5")
+
+
+def test_target_round_trips_and_validates(tmp_path):
+    h100 = known_target("h100")
+    path = tmp_path / DEVICE_FILE
+    path.write_text(json.dumps(h100.to_dict()))
+    assert load_target(path) == h100 and load_target(tmp_path) == h100 and read_device_file(tmp_path) == h100
+    assert read_device_file(tmp_path / "nowhere") is None
+    assert h100.label() == "NVIDIA H100 80GB HBM3 (sm_90)" and h100.tflops("fp32") == 67.0
+    with pytest.raises(ValueError, match="kind"):
+        Target(kind="tpu", name="x")
+    path.write_text("{broken")
+    with pytest.raises(TargetError, match="not a readable device file"):
+        load_target(path)
+
+
+def test_the_batch_runner_records_its_device_on_first_contact(tmp_path):
+    """On this CPU machine: a CPU target with the interpreter flag; kept when already there."""
+    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path), "--profile-budget", "0"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    target = read_device_file(tmp_path)
+    if target.is_gpu:
+        pytest.skip("this machine has a GPU: covered by the GPU test")
+    assert target.kind == "cpu" and target.interpreter and target.software.get("torch")
+    before = (tmp_path / DEVICE_FILE).stat().st_mtime_ns
+    again = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path), "--profile-budget", "0"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and (tmp_path / DEVICE_FILE).stat().st_mtime_ns == before  # first contact only
+
+
+@pytest.mark.gpu
+def test_the_device_file_holds_measured_gpu_facts(tmp_path):
+    path = write_device_file(tmp_path, measure_peaks=True)
+    target = load_target(path)
+    assert target.is_gpu and target.sm_count and target.smem_per_block and target.regs_per_sm
+    assert target.peaks["source"] == "measured" and target.peaks["copy_gbps"] > 100

@@ -1,0 +1,61 @@
+"""Skill ranking for prompts, checked on real shared problems (op kinds and footprints measured)."""
+from __future__ import annotations
+
+import pytest
+
+from kernelwright.judge.target import known_target
+from kernelwright.memory.ranking import SkillQuery, rank_skills
+from kernelwright.memory.skills import builtin_library
+from kernelwright.search.context import ContextBuilder
+from kernelwright.search.problem_info import describe_problem
+from kernelwright.search.settings import Settings
+
+LIBRARY = builtin_library()
+
+
+def ranked(kernelbench, relative: str, backend: str = "triton", limit: int = 5, **query) -> list[str]:
+    path = kernelbench / relative
+    if not path.is_file():
+        pytest.skip(f"{path} is not in the shared KernelBench copy")
+    info = describe_problem(path, backend, {}, "cpu")
+    target = known_target("h100")
+    builder = ContextBuilder(info, Settings(skills_k=limit), lambda q, k: rank_skills(LIBRARY, q, k), target=target)
+    skills = builder.rank_skills(None)
+    return [s.name for s in skills]
+
+
+def test_pooling_gets_pooling_and_bandwidth_skills_not_graphs_or_atomics(kernelbench):
+    names = ranked(kernelbench, "level1/45_Average_Pooling_2D.py")
+    assert names[0] == "pooling-windows" and "vectorized-access" in names
+    assert not {"launch-overhead-cuda-graphs", "atomic-reduction", "judge-rules"} & set(names)
+
+
+def test_an_fp32_gemm_gets_no_half_precision_tile_advice(kernelbench):
+    names = ranked(kernelbench, "level2/63_Gemm_ReLU_Divide.py", limit=8)
+    assert not {"tensor-cores", "fp16-bf16-accumulation"} & set(names)
+    assert "epilogue-fusion" in names[:3]
+
+
+def test_elementwise_reaches_vectorisation_and_autotuning(kernelbench):
+    names = ranked(kernelbench, "level1/19_ReLU.py", limit=5)
+    assert names[:2] == ["memory-bound-elementwise-fusion", "vectorized-access"]
+    assert "triton-autotune-configs" in names
+    assert "epilogue-fusion" not in names[:4]  # no GEMM to fuse into
+
+
+def test_cited_skills_come_first_and_must_fit_the_run():
+    query = SkillQuery(op_kinds=("elementwise",), backend="triton", dtypes=("float32",),
+                       cited=("bank-conflict-padding", "coalescing", "no-such-skill", "tensor-cores"))
+    names = [s.name for s in rank_skills(LIBRARY, query, 4)]
+    assert names[0] == "coalescing"  # bank-conflict-padding is CUDA-only, tensor-cores fp16/bf16-only
+    assert not {"bank-conflict-padding", "tensor-cores"} & set(names)
+
+
+def test_a_measured_bottleneck_filters_and_an_expected_one_only_weighs():
+    measured = [s.name for s in rank_skills(LIBRARY, SkillQuery(op_kinds=("elementwise",), bottleneck="launch",
+                                                                backend="triton"), 40)]
+    assert measured[0] in ("launch-overhead-cuda-graphs", "operator-fusion", "memory-bound-elementwise-fusion")
+    assert "vectorized-access" not in measured  # memory-only skill
+    expected = [s.name for s in rank_skills(LIBRARY, SkillQuery(op_kinds=("elementwise",), backend="triton",
+                                                                expected_bottleneck="launch"), 40)]
+    assert "vectorized-access" in expected

@@ -1,0 +1,40 @@
+"""What a verdict gives the prompts: times, spread, both baselines, floor, kernel split, profile, margin."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from golden_run import gpu_pass, gpu_wrong
+
+from kernelwright.search.context import verdict_view
+from kernelwright.search.results import EvalResult
+from kernelwright.search.tree import PASSED, Node
+from kernelwright.search.verdict_facts import error_margin
+
+
+def test_a_passing_gpu_verdict_is_condensed_with_all_its_numbers():
+    result = EvalResult.from_verdict(gpu_pass(6.41, 0.012, 8.90, 7.35, 89.9, 0.93, True))  # hand-written
+    assert (result.median_ms, result.iqr_ms, result.timed_calls, result.l2_flushed) == (6.41, 0.012, 48, True)
+    assert result.baseline_ms == {"eager": 8.90, "compile_default": 7.35}
+    assert result.floor["pct_of_floor"] == 89.9 and result.floor["bound"] == "memory"
+    assert [k["name"] for k in result.kernels["kernels"]] == ["avg_pool2d_kernel",
+                                                             "at::native::vectorized_elementwise_kernel<…>"]
+    assert result.profile["bottleneck"] == "memory" and result.profile["kernels"][0]["numbers"]["dram_pct"] == 86.0
+    assert len(result.findings) == 2 and result.findings[1].endswith("[vectorized-access]")
+    again = EvalResult.from_dict(result.to_dict())  # what the run store keeps
+    assert again == result
+    node = Node("c2", "c0", "c0", "draft", "code", status=PASSED, eval=again)
+    view = verdict_view(node, "eager")
+    assert view.on_gpu and view.speedups["compile_default"] == round(7.35 / 6.41, 4) and view.kernels[1]["share"] == 0.07
+
+
+def test_a_failed_verdict_quotes_its_first_error_lines():
+    result = EvalResult.from_verdict(gpu_wrong())
+    view = verdict_view(Node("c1", "c0", "c0", "draft", "code", status="fail", eval=result), "eager")
+    assert not view.passed and "signed inputs" in view.error and view.error.count("\n") < 12
+
+
+def test_the_error_margin_is_the_judges_worst_over_trials():
+    margin = {"elementwise": 0.4, "rel_l2": 0.7, "worst": 0.7}
+    assert error_margin(SimpleNamespace(precision={"margin": margin})) == 0.7
+    assert error_margin(SimpleNamespace(precision={"margin": {"elementwise": None, "rel_l2": None, "worst": None}})) is None
+    assert error_margin(SimpleNamespace(precision={})) is None  # a verdict from before margins: no claim
