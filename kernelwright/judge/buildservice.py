@@ -107,7 +107,7 @@ def serve_build(message: dict[str, Any], cache_dir: Path, timeout_s: float, read
     staging = root / STAGING / f"{arguments['name']}-{secrets.token_hex(6)}"
     staging.mkdir(parents=True)
     try:
-        _stage_sources(builder, arguments, staging)
+        _stage_sources(builder, arguments, staging, readable)
         payload = build_payload(builder, arguments, arch=arch, tools=toolchain())
         digest = _digest(payload)
         name = hashed_name(arguments["name"], digest)
@@ -144,20 +144,42 @@ def _validated(message: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
     return builder, {k: v for k, v in arguments.items() if k not in _NOT_HASHED}, arch
 
 
-def _stage_sources(builder: str, arguments: dict[str, Any], staging: Path) -> None:
-    """`load` names files: copy each (once, by content) into the staging folder and build those."""
+def _stage_sources(builder: str, arguments: dict[str, Any], staging: Path, readable: Path | None) -> None:
+    """`load` names files: copy each (once, by content) into the staging folder and build those.
+    This process reads them for the candidate, so only what the candidate could read itself:
+    regular files of a bounded size, none in another candidate's scratch folder."""
     if builder != "load":
         return
     sources = arguments.get("sources")
     sources = [sources] if isinstance(sources, str) else list(sources or [])
     staged = []
     for index, source in enumerate(sources):
+        path = _readable_source(Path(str(source)), readable)
         folder = staging / "sources" / str(index)
         folder.mkdir(parents=True)
-        target = folder / Path(str(source)).name
-        target.write_bytes(Path(str(source)).read_bytes())
+        target = folder / path.name
+        target.write_bytes(path.read_bytes())
         staged.append(str(target))
     arguments["sources"] = staged
+
+
+MAX_SOURCE_BYTES = 16 << 20
+
+
+def _readable_source(path: Path, readable: Path | None) -> Path:
+    from .confine import SCRATCH_PREFIX
+
+    real = path.resolve()
+    if not real.is_file() or real.stat().st_size > MAX_SOURCE_BYTES:
+        raise ValueError(f"{path}: not a regular source file of at most {MAX_SOURCE_BYTES >> 20} MB")
+    if readable is not None:
+        own = Path(readable).resolve()
+        private_root = own.parent
+        if private_root in real.parents and own not in real.parents:
+            inside = real.relative_to(private_root).parts[0]
+            if inside.startswith(SCRATCH_PREFIX):
+                raise ValueError(f"{path}: in another candidate's scratch folder")
+    return real
 
 
 def _run_builder(builder: str, arguments: dict[str, Any], arch: str, staging: Path, timeout_s: float,

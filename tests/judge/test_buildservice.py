@@ -144,3 +144,18 @@ def test_the_real_builder_is_confined_to_its_staging_folder(tmp_path):
     assert not outside.exists()
     published = [p.name for p in (tmp_path / "cache" / "torch_extensions").iterdir() if not p.name.startswith(".")]
     assert len(published) == 1
+
+
+def test_load_reads_no_source_the_candidate_could_not_read_itself(tmp_path, fake_builder):
+    own, other = tmp_path / "kw-judge-own", tmp_path / "kw-judge-other"
+    for folder in (own, other):
+        folder.mkdir()
+        (folder / "kernel.cpp").write_text(CPP)
+    message = {"builder": "load", "arch": "none", "arguments": {"name": "ext", "sources": [str(other / "kernel.cpp")]}}
+    with pytest.raises(ValueError, match="another candidate's scratch"):
+        buildservice.serve_build(message, tmp_path / "cache", timeout_s=60, readable=own)
+    message["arguments"]["sources"] = ["/dev/zero"]
+    with pytest.raises(ValueError, match="not a regular source file"):
+        buildservice.serve_build(message, tmp_path / "cache", timeout_s=60, readable=own)
+    message["arguments"]["sources"] = [str(own / "kernel.cpp")]
+    assert buildservice.serve_build(message, tmp_path / "cache", timeout_s=60, readable=own)["ok"]
