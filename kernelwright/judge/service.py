@@ -86,6 +86,10 @@ class Server:
     def close(self) -> None:
         self._closed = True
         try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (close alone does not)
+        except OSError:
+            pass
+        try:
             self.sock.close()
             self.path.unlink(missing_ok=True)
             if self._tmp:
