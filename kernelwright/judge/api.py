@@ -1,9 +1,16 @@
 """`judge(problem, candidate, config) -> Verdict`: one candidate, one fresh sandboxed process.
 
 The caller's process never imports candidate code. It writes a request file, runs
-`python -m kernelwright.judge.worker REQUEST.json` in the sandbox, and reads the verdict the worker
-wrote. When the worker dies (segfault, OOM kill, timeout, `os._exit`) the last stage it reported
-and the tails of its output become the verdict instead. Nothing here raises for a bad candidate.
+`python -m kernelwright.judge.supervisor REQUEST.json` in the sandbox (the supervisor confines and
+runs the worker, `python -m kernelwright.judge.worker`'s `main`, and reaps what it leaves), and
+reads the verdict the worker wrote and the supervisor's record. When the worker dies (segfault,
+OOM kill, timeout, `os._exit`) the last stage it reported and the tails of its output become the
+verdict instead. Around the run the judge's trusted files are checked (`trusted`). Nothing here
+raises for a bad candidate.
+
+Scratch folder of one evaluation: `request.json` (read-only to the worker), `work/` (its cwd, HOME,
+TMPDIR and caches), `out/` (result and progress files), `trusted/` (the supervisor's: record,
+service socket, a trusted copy of a problem given as text; read-only to the worker).
 """
 from __future__ import annotations
 
@@ -18,9 +25,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import sandbox
+from . import sandbox, trusted
 from .config import JudgeConfig
-from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, CompileResult, Flag, ProcessInfo, Verdict
+from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, WARN, CompileResult, Flag, ProcessInfo, Verdict
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # stages after which a crash is the candidate's failure rather than a failure to evaluate it
@@ -74,8 +81,10 @@ def make_request(problem, candidate, config: JudgeConfig, scratch: Path, phase: 
     settings = config.to_dict()
     # resolved here: inside the sandbox HOME is the scratch folder, so "~/.cache" would not persist
     settings["cache_dir"] = str(default_cache_dir(config).expanduser().resolve())
-    request = JudgeRequest(config=settings, result_path=str(scratch / "result.json"),
-                           progress_path=str(scratch / "progress"), phase=phase)
+    out = scratch / "out"  # the worker's files; the scratch folder itself stays read-only to it
+    out.mkdir(parents=True, exist_ok=True)
+    request = JudgeRequest(config=settings, result_path=str(out / "result.json"),
+                           progress_path=str(out / "progress"), phase=phase)
     if isinstance(problem, SourceText):
         request.problem_source, request.problem_name = problem.text, problem.name
     elif problem is not None:
@@ -87,18 +96,19 @@ def make_request(problem, candidate, config: JudgeConfig, scratch: Path, phase: 
     return request
 
 
-def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Caches shared between candidates (compiled extensions, Triton kernels), the package on the
-    path, the CUDA arch list every build of this run is made (and hashed) for, and CPU allocation
-    poisoning for CPU runs."""
-    cache = default_cache_dir(config)
+def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | None = None,
+               workdir: Path | None = None) -> dict[str, str]:
+    """The candidate's compile caches in its own work folder (Triton kernels, the extensions torch
+    builds without the judge's builder, Inductor, the CUDA JIT: a candidate must not write what
+    another one loads; the shared build cache is reached through the supervisor), the package on
+    the path, the CUDA arch list every build of this run is made (and hashed) for, and CPU
+    allocation poisoning for CPU runs. No cache path, no parent pid."""
+    caches = (workdir or Path(tempfile.gettempdir())) / ".cache"
     env = {
-        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
-        "TRITON_CACHE_DIR": str(cache / "triton"),
-        "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
-        "CUDA_CACHE_PATH": str(cache / "nv"),
-        "KW_CACHE_DIR": str(cache),
-        "KW_PARENT_PID": str(os.getpid()),  # the worker dies with this process (guards.die_with_parent)
+        "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
+        "TRITON_CACHE_DIR": str(caches / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"),
+        "CUDA_CACHE_PATH": str(caches / "nv"),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
     }
     arch = run_arch_list(config, device_hint)
@@ -201,21 +211,97 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
         early = precheck(request, config)
         if early is not None:
             return early
+    refused = trusted.compromised()
+    if refused:
+        return Verdict(problem=request.problem_label, candidate=request.candidate_label, status=ERROR,
+                       error=f"this judge process judges no more: {refused}; check the files and start it again",
+                       config=config.to_dict())
+    from . import supervisor as supervisor_files  # it imports this module
+
     request_path = scratch / "request.json"
     request.save(request_path)
+    (scratch / supervisor_files.TRUSTED_FOLDER).mkdir(exist_ok=True)
     token = secrets.token_hex(16)
     clock = StageClock(Path(request.progress_path), config)
+    workdir = scratch / "work"
+    child_env = worker_env(config, _device_hint(config, env), env, workdir=workdir)
     spec = sandbox.SandboxSpec(
-        argv=[sys.executable, "-m", "kernelwright.judge.worker", str(request_path), "--phase", request.phase],
-        workdir=scratch / "work", timeout_s=outer_timeout(config), output_limit_bytes=config.output_limit_bytes,
-        env=worker_env(config, _device_hint(config, env), env), no_network=config.no_network,
-        address_space_bytes=_address_space(config, env), stdin_text=token + "\n", deadline=clock,
+        argv=[sys.executable, "-m", "kernelwright.judge.supervisor", str(request_path), "--phase", request.phase,
+              "--parent-pid", str(os.getpid())],
+        workdir=workdir, timeout_s=outer_timeout(config), output_limit_bytes=config.output_limit_bytes,
+        env=child_env, no_network=config.no_network, address_space_bytes=_address_space(config, env),
+        stdin_text=token + "\n", deadline=clock, stop_grace_s=STOP_GRACE_S,
     )
+    files = trusted_files(config, child_env)
+    before = files.snapshot()
     info = sandbox.run(spec)
+    record_supervision(info, supervisor_files.read_report(scratch))
     clock.refresh()
     verdict = assemble(request, read_result(Path(request.result_path), token), info, clock, config)
+    check_trusted_files(verdict, files, before, info.confined)
     record_overhead(verdict, info)
     return verdict
+
+
+STOP_GRACE_S = 5.0  # at a time limit, the supervisor's time to kill its tree and write its record
+
+
+def trusted_files(config: JudgeConfig, child_env: dict[str, str]) -> trusted.TrustedFiles:
+    """The package the worker imports and the cache it reads, compiled once so no trusted process
+    writes bytecode into the package while candidates run."""
+    package = trusted.package_of(child_env.get("PYTHONPATH"), PACKAGE_ROOT / "kernelwright")
+    trusted.compile_package(package)
+    return trusted.TrustedFiles(package, default_cache_dir(config).expanduser().resolve())
+
+
+def record_supervision(info: ProcessInfo, record) -> None:
+    """The supervisor's record in the verdict: confinement, processes killed, trusted rewrites."""
+    if record is None:
+        info.isolation["confinement"] = "unknown: the supervisor left no record (killed before it finished)"
+        info.isolation["filesystem"] = "unknown"
+        return
+    from .confine import ConfinementReport
+
+    known = ConfinementReport.__dataclass_fields__
+    report = ConfinementReport(**{k: v for k, v in record.confinement.items() if k in known})
+    info.confined = report.active and report.threads == 1
+    info.killed_processes = record.killed
+    info.isolation["confinement"] = report.to_dict()
+    info.isolation["filesystem"] = report.summary()
+    info.isolation["descendants"] = (
+        f"every process left in the tree is killed when the worker ends (child subreaper: "
+        f"{'yes' if record.subreaper else 'refused'}); killed {record.killed} of the candidate's"
+        + (f", {record.killed_other} of the judge's" if record.killed_other else ""))
+    info.isolation["not_enforced"] = [n for n in info.isolation.get("not_enforced", [])
+                                      if not (info.confined and n == "filesystem isolation")]
+    info.isolation["supervisor_seconds"] = record.seconds
+    if record.notes:
+        info.isolation["supervisor_notes"] = record.notes
+    trusted.note_trusted(record.rewrote)
+
+
+def check_trusted_files(verdict: Verdict, files: trusted.TrustedFiles, before: dict, confined: bool) -> None:
+    """Changes to the judge's package or cache records during this evaluation: the changed cache
+    entries are removed; an unconfined candidate is failed for them (and a changed package stops
+    this judge); a confined one could not have made them and is only told."""
+    changes = files.changes(before, files.snapshot())
+    if not confined and not changes:
+        how = verdict.process.isolation.get("filesystem", "unknown") if verdict.process else "unknown"
+        verdict.flags.append(Flag("unconfined", WARN, f"candidate code ran without filesystem confinement ({how}); "
+                                  "the judge's files were checked after it and were unchanged"))
+    if not changes:
+        return
+    removed = trusted.invalidate(changes.caches, files.cache)
+    what = changes.describe() + (f"; removed {len(removed)} cache entries" if removed else "")
+    if confined:
+        verdict.flags.append(Flag("judge_note", INFO, f"{what} changed while this candidate ran confined "
+                                  "(it could not write there: another process did)"))
+        return
+    if changes.package:
+        trusted.compromise(f"the judge's package changed while an unconfined candidate ran ({changes.describe()})")
+    message = f"the judge's trusted files changed while this candidate ran unconfined: {what}"
+    verdict.flags.append(Flag("tampering", REJECT, message))
+    verdict.status, verdict.error = FAIL, message
 
 
 def record_overhead(verdict: Verdict, info: ProcessInfo) -> None:

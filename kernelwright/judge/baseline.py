@@ -52,18 +52,19 @@ def cache_root(config: JudgeConfig) -> Path:
 
 
 def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config: JudgeConfig, device: str,
-              kind: str) -> dict[str, Any]:
-    """Everything a baseline time depends on (the problem by content, not by path)."""
-    import torch
-
+              kind: str, device_label: str | None = None) -> dict[str, Any]:
+    """Everything a baseline time depends on (the problem by content, not by path). `device_label`
+    is `env.device_name(device)` when the caller knows it: the judge's supervisor, which asks
+    without importing torch, got it from its worker before any candidate code ran."""
+    from .compile import installed_torch
     from .env import device_name
 
     source = Path(problem_path).read_bytes()
     key = {
         "problem_sha256": hashlib.sha256(source).hexdigest(),
         "overrides": repr(sorted((overrides or {}).items())),
-        "device": device_name(device),
-        "torch": torch.__version__,
+        "device": device_label or device_name(device),
+        "torch": installed_torch().get("__version__", ""),
         "kind": kind,
         "seed": config.seed,
         "allow_tf32": config.allow_tf32,
@@ -75,6 +76,12 @@ def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config
 
 
 def _triton_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("triton")  # without importing it (the supervisor never imports torch or triton)
+    except Exception:  # noqa: BLE001 - another distribution name: ask the module
+        pass
     try:
         import triton
 
@@ -106,8 +113,9 @@ def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool,
 
 
 def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | None, config: JudgeConfig,
-                  device: str, allow_cpu_compile: bool = False) -> Baselines:
-    """Baseline timings for the problem at these sizes on `device`; failures go to `.errors`."""
+                  device: str, allow_cpu_compile: bool = False, device_label: str | None = None) -> Baselines:
+    """Baseline timings for the problem at these sizes on `device`; failures go to `.errors`.
+    Called only by processes that run no candidate code (the judge's supervisor, the CLI)."""
     from ..problem.reference import scan_source
 
     overrides = dict(overrides or {})
@@ -118,7 +126,7 @@ def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | N
                        work="forward+backward" if reference.backward else "forward")
     hits = []
     for kind in kinds:
-        key = cache_key(problem_path, overrides, config, device, kind)
+        key = cache_key(problem_path, overrides, config, device, kind, device_label)
         path = cache_file(problem_path, key, config)
         stats = _read_cached(path, key)
         if stats is None:

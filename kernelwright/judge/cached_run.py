@@ -18,7 +18,7 @@ def main() -> None:
     try:
         from kernelwright.judge.compile import install_build_cache
 
-        install_build_cache()  # KW_CACHE_DIR (set by the judge) says where
+        install_build_cache()  # a miss is answered by the judge's supervisor ($KW_JUDGE_SERVICE)
     except Exception as exc:  # noqa: BLE001 - without the cache the module still runs, building afresh
         print(f"kernelwright: build cache not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
     sys.argv = [args[1], *args[2:]]

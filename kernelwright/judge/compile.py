@@ -8,10 +8,16 @@ then gets
   one candidate never builds twice;
 - a build folder `<cache_dir>/torch_extensions/<hashed name>`, so a later process (the measuring
   worker after a compile worker, or a repeat of the same candidate) loads the prebuilt .so;
-- a lock on that folder (`fcntl.flock`, released by the kernel when a process dies, unlike
-  torch's own lock file), so two processes building the same hash never interleave;
+- a lock per build (`<cache_dir>/torch_extensions/.locks/<hashed name>.lock`, `fcntl.flock`,
+  released by the kernel when a process dies, unlike torch's own lock file), so two processes
+  building the same hash never interleave;
 - a record in the returned `BuildRecorder`: time, cached or not, the full log, and on failure the
   first few errors (`trim_errors`).
+
+Inside the judge, candidate code runs confined and cannot write the cache: a prebuilt library is
+loaded directly (reading is allowed), and a miss is built by the supervisor's trusted builder
+(`buildservice`), which hashes what it was sent itself and publishes the result. Without a
+supervisor (the judge's own tools, tests) the build runs in this process, as before.
 
 Parallel precompile: compile workers run with CUDA hidden, where torch cannot ask the device for
 its architecture. They must get `TORCH_CUDA_ARCH_LIST` (`precompile_env`, `resolve_arch_list`),
@@ -22,7 +28,7 @@ phases the same variable; a worker that finds it unset pins it to what torch wou
 (`pin_arch_list`), so the hashed arch is always the arch torch builds for. A miss that a build of
 the same sources for another arch or toolchain explains is said so in the build log.
 Triton kernels compile at their first launch, which needs the GPU: they cannot be precompiled with
-CUDA hidden; `precompile_env` points `TRITON_CACHE_DIR` into the cache so repeats are cached.
+CUDA hidden.
 """
 from __future__ import annotations
 
@@ -46,7 +52,7 @@ from typing import Any, Callable, Iterator
 from .verdict import CompileResult
 
 BUILD_MARKER = "kw_build.json"  # written after a successful build: its presence means "cached"
-LOCK_FILE = "kw.lock"
+LOCK_FOLDER = ".locks"  # <cache>/torch_extensions/.locks/<hashed name>.lock
 LOG_FILE = "build.log"
 LOG_TAIL_CHARS = 4000  # compiler output kept in CompileResult.log
 # load_inline prepends these lines to the sources it writes (unless no_implicit_headers):
@@ -119,18 +125,36 @@ def nvcc_path() -> str | None:
 
 
 def toolchain() -> dict[str, str]:
-    """Everything outside the source that decides the built binary."""
-    import torch
-
+    """Everything outside the source that decides the built binary. Read without importing torch:
+    the judge's supervisor hashes builds too, and never imports torch."""
     nvcc = nvcc_path()
+    torch_version = installed_torch()
     return {
         "nvcc": _tool_version(nvcc, "--version") if nvcc else "",
         "cxx": (_tool_version(os.environ.get("CXX", "c++"), "--version").splitlines() or [""])[0],
-        "torch": torch.__version__,
-        "torch_cuda": str(torch.version.cuda),
+        "torch": torch_version.get("__version__", ""),
+        "torch_cuda": str(torch_version.get("cuda")),
         "python": platform.python_version(),
         "abi": sys.implementation.cache_tag,
     }
+
+
+@functools.lru_cache(maxsize=None)
+def installed_torch() -> dict[str, Any]:
+    """`torch.version`'s constants (`__version__`, `cuda`, ...), read from its file without importing
+    torch (a few milliseconds instead of seconds); from torch itself when the file is not there."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        folder = Path(list(spec.submodule_search_locations)[0])
+        namespace: dict[str, Any] = {}
+        exec(compile((folder / "version.py").read_text(), str(folder / "version.py"), "exec"), namespace)
+        return {k: v for k, v in namespace.items() if k in ("__version__", "cuda", "hip", "git_version")}
+    except Exception:  # noqa: BLE001 - an unusual install: ask torch
+        import torch
+
+        return {"__version__": torch.__version__, "cuda": torch.version.cuda}
 
 
 def arch_list_for(device_capability) -> str:
@@ -256,7 +280,8 @@ def install_build_cache(cache_dir: str | os.PathLike | None = None) -> BuildReco
     from .env import cache_root
 
     root = cache_root(cache_dir) / "torch_extensions"
-    root.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a confined worker cannot create it (its supervisor has)
+        root.mkdir(parents=True, exist_ok=True)
     pin_arch_list()
     recorder = BuildRecorder(cache_dir=str(root))
     for builder in ("load_inline", "load"):
@@ -285,11 +310,18 @@ def _cached_builder(builder: str, original: Callable, root: Path, recorder: Buil
         digest = _digest(payload)
         name = hashed_name(arguments["name"], digest)
         build_dir = root / name
-        build_dir.mkdir(parents=True, exist_ok=True)
-        arguments.update(name=name, build_directory=str(build_dir), verbose=True)
         record = BuildRecord(name=bound.arguments["name"], hashed_name=name, build_dir=str(build_dir),
                              backend="cuda" if _has_cuda(builder, arguments) else "cpp", arch=payload["arch"])
         recorder.records.append(record)
+        module = _load_cached(arguments, name, build_dir, digest, record)
+        if module is not None:
+            return module
+        from . import buildservice, service
+
+        if service.available():  # a confined candidate: its supervisor builds and publishes
+            return buildservice.build_remotely(builder, arguments, payload["arch"], record)
+        build_dir.mkdir(parents=True, exist_ok=True)
+        arguments.update(name=name, build_directory=str(build_dir), verbose=True)
         with _locked(build_dir):
             return _build_or_load(original, arguments, record, digest, builder, payload)
 
@@ -308,8 +340,12 @@ def _has_cuda(builder: str, arguments: dict[str, Any]) -> bool:
 
 @contextlib.contextmanager
 def _locked(build_dir: Path) -> Iterator[None]:
-    """Exclusive lock on the build folder; also clears torch's own lock file left by a killed build."""
-    with open(build_dir / LOCK_FILE, "a+") as handle:
+    """Exclusive lock on one build (`<cache>/torch_extensions/.locks/<name>.lock`, outside the build
+    folder, which the trusted builder publishes by renaming); also clears torch's own lock file
+    left in the folder by a killed build."""
+    locks = build_dir.parent / LOCK_FOLDER
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{build_dir.name}.lock", "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             stale = build_dir / "lock"  # torch's FileBaton: only our lock holder could own it
@@ -318,6 +354,20 @@ def _locked(build_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _load_cached(arguments: dict, name: str, build_dir: Path, digest: str, record: BuildRecord):
+    """The published build of this hash, loaded without any lock (its marker is written last), or
+    None. Reading the cache is all a confined candidate may do with it."""
+    started = time.perf_counter()
+    if not _marker_matches(build_dir / BUILD_MARKER, digest):
+        return None
+    module = _import_prebuilt({**arguments, "name": name, "build_directory": str(build_dir)})
+    if module is not None:
+        record.ok, record.cached = True, True
+        record.seconds = time.perf_counter() - started
+        record.log = "loaded the prebuilt extension (cache hit)"
+    return module
 
 
 def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, digest: str, builder: str,

@@ -42,6 +42,9 @@ class JudgeConfig:
     compile_timeout_s: float = 600.0
     output_limit_bytes: int = 64 * 1024
     no_network: bool = True
+    # candidate code may write only its scratch folder (Landlock; see judge/confine.py); False runs
+    # it unconfined, and the verdict says so
+    confine: bool = True
     device: str = "auto"  # "auto", "cuda", "cpu"
     cpu_memory_limit_mb: int | None = None  # RLIMIT_AS for CPU runs (GPU drivers need huge address space)
     cuda_arch_list: str | None = None  # TORCH_CUDA_ARCH_LIST for precompiling; None: env or nvidia-smi

@@ -18,14 +18,23 @@ from typing import Any, Callable
 TOOLS_FILE = "tools.json"  # under cache_root(): `nvcc --version` & co., keyed by the binary's identity
 
 
+_DEFAULT_ROOT: list[str] = []  # set by a worker for its own process (use_cache_root)
+
+
 def cache_root(cache_dir: str | os.PathLike | None = None):
-    """Where the judge keeps builds, baselines and peaks: `cache_dir` if given, else $KW_CACHE_DIR
-    (the judge sets it for its sandboxed workers, whose HOME is a scratch folder), else
-    ~/.cache/kernelwright."""
+    """Where the judge keeps builds, baselines and peaks: `cache_dir` if given, else the folder this
+    process was told (`use_cache_root`: a worker, whose environment names no cache), else
+    $KW_CACHE_DIR, else ~/.cache/kernelwright."""
     from pathlib import Path
 
-    chosen = cache_dir or os.environ.get("KW_CACHE_DIR") or Path.home() / ".cache" / "kernelwright"
+    chosen = cache_dir or (_DEFAULT_ROOT[0] if _DEFAULT_ROOT else None) or os.environ.get("KW_CACHE_DIR") \
+        or Path.home() / ".cache" / "kernelwright"
     return Path(chosen).expanduser()
+
+
+def use_cache_root(cache_dir: str | os.PathLike | None) -> None:
+    """The default of `cache_root()` in this process (the worker reads it from its request)."""
+    _DEFAULT_ROOT[:] = [str(cache_dir)] if cache_dir else []
 
 
 def _safe(probe: Callable[[], Any], default: Any = None) -> Any:
@@ -151,6 +160,20 @@ def device_name(device: str = "cuda") -> str:
     if str(device).startswith("cuda") and _safe(torch.cuda.is_available, False):
         return _safe(lambda: torch.cuda.get_device_name(torch.device(device)), "cuda") or "cuda"
     return f"cpu:{platform.processor() or platform.machine()}"
+
+
+def device_name_without_torch(device: str = "cuda") -> str:
+    """`device_name(device)` without importing torch or touching CUDA: the processor for the CPU,
+    nvidia-smi's name of the visible GPU `device` means; "" when nvidia-smi cannot say."""
+    if not str(device).startswith("cuda"):
+        return f"cpu:{platform.processor() or platform.machine()}"
+    index = int(str(device).split(":")[1]) if ":" in str(device) else 0
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if "CUDA_VISIBLE_DEVICES" in os.environ and index >= len(visible):
+        return ""
+    target = visible[index] if visible else str(index)
+    listed = _safe(lambda: _run("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", target), "")
+    return listed.splitlines()[0].strip() if listed else ""
 
 
 def _gpu(device: str) -> dict[str, Any]:

@@ -66,8 +66,12 @@ class DeviceLock:
         return cls(device_key(device), lock_folder(device, cache_dir))
 
     def _open(self, suffix: str):
-        self.folder.mkdir(parents=True, exist_ok=True)
-        return open(self.folder / f"{self.key}.{suffix}", "a+")
+        path = self.folder / f"{self.key}.{suffix}"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            return open(path, "a+")
+        except PermissionError:  # a confined worker: its supervisor made the files; flock needs no write
+            return open(path, "r")
 
     def _take(self, handle, mode: int) -> None:
         started = time.perf_counter()

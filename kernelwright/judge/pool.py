@@ -254,14 +254,9 @@ class JudgePool:
 
 
 def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:
-    """CUDA hidden, the arch given; the compile module's layout of the cache when it is present."""
-    cache = api.default_cache_dir(config)
-    try:
-        from . import compile as kwcompile
-
-        return dict(kwcompile.precompile_env(cache, arch))
-    except (ImportError, AttributeError):
-        return {"CUDA_VISIBLE_DEVICES": "", "TORCH_CUDA_ARCH_LIST": arch}
+    """CUDA hidden, the arch given. No cache path: the compile worker runs candidate code too, so
+    its builds reach the shared cache only through its supervisor's trusted builder."""
+    return {"CUDA_VISIBLE_DEVICES": "", "TORCH_CUDA_ARCH_LIST": arch}
 
 
 def _source_of(candidate) -> str:

@@ -6,13 +6,17 @@ does, the caller gets a `ProcessInfo` back: exit code or signal name, whether it
 time, and the last bytes of stdout and stderr. The whole process group is killed at the end, so a
 candidate's children do not outlive it.
 
-What is *not* enforced (see docs/judge.md): no seccomp filter, no filesystem isolation beyond the
-scratch cwd/HOME/TMP, and the GPU is shared with whatever else runs on the machine.
+The child inherits only the parts of the caller's environment a program needs (`scrubbed_environ`:
+toolchain, library, threading and device settings; no API keys, no cache paths, no judge
+internals). Filesystem confinement and the reaping of every descendant are the judge's
+supervisor's (`supervisor.py`), which the judge runs under this sandbox; at a time limit the
+sandbox asks it to stop (SIGTERM) before it kills the process group.
 """
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -42,6 +46,8 @@ class SandboxSpec:
     stdin_text: str = ""
     # called while waiting: returns the current absolute time.monotonic() deadline (stage budgets)
     deadline: Callable[[float], float] | None = None
+    # at a time limit: SIGTERM first and this long to clean up (the supervisor kills its tree), then SIGKILL
+    stop_grace_s: float = 0.0
 
 
 @functools.lru_cache(maxsize=None)
@@ -102,8 +108,28 @@ def limits_prefix(address_space_bytes: int | None) -> tuple[str, ...]:
     return (exe, *flags, "--")
 
 
+# what a candidate's process inherits from the caller's environment: toolchains, libraries, threads,
+# devices; nothing else. Names that look like credentials are dropped even under a kept prefix.
+ENV_KEEP = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "LD_LIBRARY_PATH", "LIBRARY_PATH",
+    "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "CC", "CXX", "CUDAHOSTCXX", "MAX_JOBS", "PYTHONPATH",
+    "PYTHONHASHSEED", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "CONDA_PREFIX", "MALLOC_PERTURB_",
+})
+ENV_KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TORCH_", "TRITON_", "PYTORCH_", "OMP_", "MKL_", "KMP_", "OPENBLAS_",
+                     "GOMP_", "CUBLAS", "CUDNN_", "NCCL_", "NVCC_", "KW_")
+ENV_DROP = frozenset({"KW_CACHE_DIR", "KW_PARENT_PID", "KW_KEEP_SCRATCH"})
+_CREDENTIAL = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+
+
+def scrubbed_environ(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables of `environ` (default os.environ) a candidate's process may inherit."""
+    environ = dict(os.environ if environ is None else environ)
+    return {k: v for k, v in environ.items()
+            if (k in ENV_KEEP or k.startswith(ENV_KEEP_PREFIXES)) and k not in ENV_DROP and not _CREDENTIAL.search(k)}
+
+
 def child_env(spec: SandboxSpec) -> dict[str, str]:
-    env = dict(os.environ)
+    env = scrubbed_environ()
     tmp = spec.workdir / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     env.update({"HOME": str(spec.workdir), "TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp),
@@ -174,18 +200,30 @@ def _wait(proc: subprocess.Popen, spec: SandboxSpec, start: float) -> bool:
         now = time.monotonic()
         deadline = spec.deadline(start) if spec.deadline else start + spec.timeout_s
         if now >= min(deadline, start + spec.timeout_s):
-            _kill_group(proc)
-            proc.wait()
+            _stop(proc, spec.stop_grace_s)
             return True
         time.sleep(POLL_S)
     return False
+
+
+def _stop(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM and `grace_s` to exit (a supervisor kills what it started), then the group's SIGKILL."""
+    if grace_s > 0:
+        try:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=grace_s)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    _kill_group(proc)
+    proc.wait()
 
 
 def _isolation(spec: SandboxSpec, net_note: str) -> dict:
     return {
         "network": net_note,
         "process_group": "own session; the whole group is killed on exit or timeout",
-        "workdir": "cwd, HOME and TMPDIR are a fresh scratch folder; the rest of the filesystem is visible",
+        "workdir": "cwd, HOME and TMPDIR are a fresh scratch folder",
+        "environment": "only toolchain, library, thread and device variables of the caller's (scrubbed_environ)",
         "rlimits": {"core": 0, "address_space_bytes": spec.address_space_bytes,
                     "set_by": "prlimit" if shutil.which("prlimit") else "the worker at start-up"},
         "output_limit_bytes": spec.output_limit_bytes,

@@ -131,6 +131,8 @@ class ProcessInfo:
     stdout_tail: str = ""
     stderr_tail: str = ""
     network_isolated: bool = False  # the candidate ran in its own network namespace (no network)
+    confined: bool = False  # its writes were confined to its scratch folder (isolation["confinement"] says how)
+    killed_processes: int = 0  # processes the candidate left running, killed when its evaluation ended
     isolation: dict[str, Any] = field(default_factory=dict)  # what the sandbox enforced, see docs/judge.md
 
 

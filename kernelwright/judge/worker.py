@@ -1,6 +1,9 @@
 """The judge worker: `python -m kernelwright.judge.worker REQUEST.json [--phase evaluate|compile]`.
 
-Runs in a fresh sandboxed process per candidate. The order of work is the defence:
+Runs in a fresh sandboxed process per candidate, forked by the judge's supervisor
+(`supervisor.py`), which confines it before any of this runs: it may write only its work and
+output folders, so what must land in the shared caches (extension builds, baselines) is asked of
+the supervisor (`service`). The order of work is the defence:
 
 1. import the judge's own modules (the timer and the guards capture the real timing and sync
    functions), force full fp32, load the problem (sizes overridden / shrunk);
@@ -233,17 +236,39 @@ def stage_load(s: Session) -> bool:
     s.verdict.reference = refside.record(describe_reference(s.problem), launches.counts, s.ref_ops, s.ref_mutates,
                                          refside.reference_build(builds))
     _record_precision(s, torch)
+    seal_baseline_parameters(s)
     return True
 
 
 def device_lock(s: Session):
-    from . import gpulock
+    from . import gpulock, service
     from .api import default_cache_dir
 
     lock = gpulock.lock_for(s.device, default_cache_dir(s.config))
     if isinstance(lock, gpulock.NoLock):
         s.notes.append(lock.why)
+    elif service.available():  # confined: the lock files are made by the supervisor
+        try:
+            service.call("lock", folder=str(lock.folder), key=lock.key)
+        except service.ServiceError as exc:
+            s.notes.append(f"device lock files: {exc}")
     return lock
+
+
+def seal_baseline_parameters(s: Session) -> None:
+    """Tell the supervisor, before any candidate code exists in this process, what its baselines
+    are measured for (sizes, device, the device's name): it accepts these once, so a candidate
+    cannot have baselines measured, and cached, for other parameters in its name."""
+    from . import service
+
+    if not service.available():
+        return
+    env = s.modules.get("env")
+    try:
+        name = env.device_name(s.device) if env is not None else ""
+        service.call("seal", overrides=dict(s.problem.overrides), device=s.device, device_name=name)
+    except Exception as exc:  # noqa: BLE001 - no baselines then; the candidate is still judged
+        s.notes.append(f"baseline parameters not sealed: {exc}")
 
 
 def reference_budget(device: str) -> int:
@@ -631,8 +656,7 @@ def baselines_and_floor(s: Session) -> None:
         # not under the device lock: each baseline process takes it around its own measurement
         with s.timer("baselines"):
             try:
-                s.verdict.baselines = baseline.get_baselines(s.problem_path, dict(s.problem.overrides), s.config,
-                                                             s.device)
+                s.verdict.baselines = get_baselines(s, baseline)
             except Exception as exc:  # noqa: BLE001 - the candidate's verdict stands without them
                 s.flag(Flag("baseline_unavailable", INFO, f"baselines failed: {type(exc).__name__}: {exc}"))
     s.verdict.speedup = speedups(s.verdict)
@@ -643,6 +667,17 @@ def baselines_and_floor(s: Session) -> None:
                 apply_floor(s, floor)
             except Exception as exc:  # noqa: BLE001
                 s.flag(Flag("floor_unavailable", INFO, f"speed-of-light floor failed: {type(exc).__name__}: {exc}"))
+
+
+def get_baselines(s: Session, baseline):
+    """From the supervisor (it measures and caches them; this process may not write the cache),
+    for the parameters sealed before the candidate was loaded; in-process where there is none."""
+    from . import service
+    from .verdict import Baselines, _build
+
+    if service.available():
+        return _build(Baselines, service.call("baselines")["baselines"])
+    return baseline.get_baselines(s.problem_path, dict(s.problem.overrides), s.config, s.device)
 
 
 def speedups(verdict: Verdict) -> dict[str, float]:
@@ -816,6 +851,8 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     with timer("imports"):
         modules = load_judge_modules(notes)
+    if "env" in modules:  # the environment names no cache: the request does
+        modules["env"].use_cache_root(request.config.get("cache_dir"))
     if args.phase == "compile":
         verdict = compile_only(request, writer, modules)
         verdict.stage_seconds.update(timer.rounded())

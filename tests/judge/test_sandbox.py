@@ -115,3 +115,33 @@ def test_a_worker_dies_with_the_process_that_started_it(tmp_path):
         time.sleep(0.05)
     os.kill(child, 9)
     raise AssertionError("the worker outlived the process that started it")
+
+
+def test_the_child_inherits_no_credentials_cache_paths_or_judge_internals(tmp_path, monkeypatch):
+    for name, value in {"OPENAI_API_KEY": "sk-1", "KW_LLM_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "s",
+                        "KW_CACHE_DIR": "/cache", "KW_PARENT_PID": "1", "HF_HOME": "/hf",
+                        "CUDA_VISIBLE_DEVICES": "0", "TORCH_CUDA_ARCH_LIST": "9.0", "OMP_NUM_THREADS": "2"}.items():
+        monkeypatch.setenv(name, value)
+    info = run_python(tmp_path, "import os, json; print(json.dumps(sorted(os.environ)))")
+    names = set(__import__("json").loads(info.stdout_tail))
+    assert not names & {"OPENAI_API_KEY", "KW_LLM_TOKEN", "AWS_SECRET_ACCESS_KEY", "KW_CACHE_DIR", "KW_PARENT_PID",
+                        "HF_HOME"}
+    assert {"CUDA_VISIBLE_DEVICES", "TORCH_CUDA_ARCH_LIST", "OMP_NUM_THREADS", "PATH", "HOME", "TMPDIR"} <= names
+
+
+_CLEANS_UP = """
+import signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "w").write("cleaned up")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+time.sleep(300)
+"""
+
+
+def test_at_a_time_limit_the_child_gets_sigterm_and_its_grace_before_sigkill(tmp_path):
+    marker = tmp_path / "marker"
+    spec = sandbox.SandboxSpec(argv=[sys.executable, "-c", _CLEANS_UP, str(marker)], workdir=tmp_path / "work",
+                               timeout_s=2, stop_grace_s=10)
+    info = sandbox.run(spec)
+    assert info.timed_out and marker.read_text() == "cleaned up"

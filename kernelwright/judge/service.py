@@ -1,0 +1,154 @@
+"""Requests from confined candidate processes to their trusted supervisor, over a UNIX socket.
+
+A confined worker cannot write the judge's caches, so what must land there is done for it by the
+supervisor (`kernelwright.judge.supervisor`), a process that never runs candidate code: building
+an extension (`build`), measuring baselines (`baselines`), making device lock files (`lock`). The
+worker finds the socket through `$KW_JUDGE_SERVICE`. Messages are one JSON object per line each
+way; a reply with an "error" key raises `ServiceError` in the caller. The server answers only
+processes below the supervisor (SO_PEERCRED), each connection in its own thread.
+
+Nothing a caller sends is trusted: the handlers treat every field as data (a build is keyed by the
+hash the supervisor computes of what it received; baselines are measured for the parameters the
+worker registered before any candidate code existed, see `supervisor`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+ENV_VAR = "KW_JUDGE_SERVICE"
+SOCKET_NAME = "service.sock"
+_MAX_PATH = 100  # sun_path holds 108 bytes
+
+
+class ServiceError(RuntimeError):
+    """The supervisor refused or failed a request, or there is no supervisor to ask."""
+
+
+def available() -> bool:
+    return bool(os.environ.get(ENV_VAR))
+
+
+def call(op: str, **fields: Any) -> dict[str, Any]:
+    """Send one request to the supervisor and return its reply (blocks until it answers)."""
+    path = os.environ.get(ENV_VAR)
+    if not path:
+        raise ServiceError("no judge supervisor in this process tree")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(path)
+            sock.sendall(json.dumps({"op": op, **fields}).encode() + b"\n")
+            reply = json.loads(_read_line(sock) or b"{}")
+    except (OSError, ValueError) as exc:
+        raise ServiceError(f"the judge supervisor did not answer {op!r}: {exc}") from exc
+    if "error" in reply:
+        raise ServiceError(str(reply["error"]))
+    return reply
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if chunk.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class Server:
+    """Listens on a UNIX socket; `start()` serves in daemon threads (call it after any fork)."""
+
+    def __init__(self, folder: Path, handlers: dict[str, Handler]):
+        self.handlers = handlers
+        self.owner = os.getpid()
+        self.path, self._tmp = socket_path(folder)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        self.sock.listen(16)
+        self._closed = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._accept, name="kw-service", daemon=True).start()
+
+    def close(self) -> None:
+        self._closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread (close alone does not)
+        except OSError:
+            pass
+        try:
+            self.sock.close()
+            self.path.unlink(missing_ok=True)
+            if self._tmp:
+                os.rmdir(self._tmp)
+        except OSError:
+            pass
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                if not is_descendant(peer_pid(conn), self.owner):
+                    reply: dict[str, Any] = {"error": "only processes of this evaluation may ask"}
+                else:
+                    reply = self._handle(json.loads(_read_line(conn) or b"{}"))
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+            except (OSError, ValueError):
+                pass
+
+    def _handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        handler = self.handlers.get(str(message.get("op")))
+        if handler is None:
+            return {"error": f"unknown request {message.get('op')!r}"}
+        try:
+            return handler(message)
+        except Exception as exc:  # noqa: BLE001 - a failed request is an answer, not a dead supervisor
+            return {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc(limit=4)[-1500:]}
+
+
+def socket_path(folder: Path) -> tuple[Path, str | None]:
+    """`folder/service.sock`, or a short folder of its own when that path is too long for a socket."""
+    path = folder / SOCKET_NAME
+    if len(str(path)) <= _MAX_PATH:
+        return path, None
+    short = tempfile.mkdtemp(prefix="kw-svc-")
+    return Path(short) / "s", short
+
+
+def peer_pid(conn: socket.socket) -> int:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[0]
+
+
+def is_descendant(pid: int, ancestor: int, depth: int = 64) -> bool:
+    for _ in range(depth):
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat[stat.rfind(")") + 2:].split()[1])
+    return False

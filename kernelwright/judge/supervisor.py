@@ -1,0 +1,438 @@
+"""The trusted supervisor of one evaluation:
+`python -m kernelwright.judge.supervisor REQUEST.json --phase evaluate|compile --parent-pid PID`.
+
+The sandbox starts this process instead of the worker. It never imports torch or candidate code.
+
+1. It becomes a child subreaper, so whatever the candidate starts, in any session or process
+   group, stays in its tree.
+2. It makes what the worker will need but cannot make once confined (cache and lock folders, a
+   trusted copy of a problem given as text) and opens the service socket (`service`).
+3. It forks the worker. The child removes from its environment what the candidate must not see,
+   confines itself (`confine.confine`: writable only its work and output folders and device
+   files; other candidates' scratch unreadable; no signals or ptrace outside; no capabilities)
+   and tells the supervisor how, before it imports torch or any candidate code; then it runs
+   `worker.main`.
+4. It answers the worker's requests: `build` (the trusted builder, `buildservice`), `seal` (the
+   baseline parameters, accepted only once, before the worker loads candidate code), `baselines`
+   (measured by `baseline.get_baselines` from this process, for the sealed parameters), `lock`
+   (device lock files).
+5. When the worker has ended (or on SIGTERM: the judge's time limit), it kills every process left
+   in its tree and counts those that were the candidate's (they carry the worker's
+   no_new_privs bit), writes `trusted/supervisor.json` (a folder the worker cannot write), and
+   exits the way the worker did: same exit code, or killed by the same signal.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import proctree, service
+from .api import JudgeRequest, source_filename
+from .config import JudgeConfig
+
+REPORT_FILE = "supervisor.json"
+TRUSTED_FOLDER = "trusted"
+# the judge's own variables: the candidate's process gets none of them
+SUPERVISOR_ONLY = ("KW_CACHE_DIR", "KW_PARENT_PID")
+_LOCK_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}$")
+PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Supervision:
+    """What the supervisor saw; written to trusted/supervisor.json for the judging process."""
+
+    confinement: dict[str, Any] = field(default_factory=dict)
+    subreaper: bool = False
+    killed: int = 0  # processes the candidate left running, killed after the worker ended
+    killed_pids: list[int] = field(default_factory=list)
+    killed_other: int = 0  # the supervisor's own helpers still running (a build the worker no longer waits for)
+    service: str = ""
+    builds: list[str] = field(default_factory=list)  # extensions this supervisor published
+    rewrote: dict[str, list[int]] = field(default_factory=dict)  # baseline records it rewrote -> their stat
+    sealed: bool = False
+    worker_status: int | None = None  # os.waitstatus_to_exitcode of the worker
+    terminated: bool = False  # stopped by SIGTERM (the judge's time limit, or the judge died)
+    seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    def __init__(self, request_path: Path, phase: str, parent_pid: int):
+        self.request_path, self.phase, self.parent_pid = request_path, phase, parent_pid
+        self.request = JudgeRequest.load(request_path)
+        self.config = JudgeConfig.from_dict(self.request.config)
+        self.scratch = request_path.resolve().parent
+        self.trusted = self.scratch / TRUSTED_FOLDER
+        self.cache = Path(self.config.cache_dir or Path.home() / ".cache" / "kernelwright")
+        self.record = Supervision()
+        self.pid = os.getpid()
+        self.worker_pid = 0
+        self.sealed: dict[str, Any] | None = None
+        self._helpers: set[int] = set()  # builder processes, spared by the count (not the kill)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ preparation
+
+    def prepare(self) -> None:
+        from .gpulock import lock_folder
+
+        for folder in (self.trusted / "tmp", self.trusted / "home", self.cache / "torch_extensions",
+                       self.cache / "baselines", lock_folder("cpu", self.cache), lock_folder("cuda")):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # the worker's build cache or lock says what is missing
+                self.record.notes.append(f"cannot create {folder}: {exc}")
+        _ensure_uvm_device()
+        if self.request.problem_source is not None and not self.request.problem_path:
+            copy = self.trusted / "problem" / source_filename(self.request.problem_name)
+            copy.parent.mkdir(exist_ok=True)
+            copy.write_text(self.request.problem_source)
+        self.record.subreaper = proctree.become_subreaper()
+
+    def problem_path(self) -> Path:
+        if self.request.problem_path:
+            return Path(self.request.problem_path)
+        return self.trusted / "problem" / source_filename(self.request.problem_name)
+
+    def worker_writable(self) -> list[Path]:
+        """The work folder (cwd, HOME, TMPDIR) and the folder of the result and progress files."""
+        folders = {Path.cwd().resolve(), Path(self.request.result_path).resolve().parent,
+                   Path(self.request.progress_path).resolve().parent}
+        if self.scratch in folders or any(self.trusted.is_relative_to(f) for f in folders):
+            raise RuntimeError("the worker's folders must not contain the supervisor's trusted folder")
+        return sorted(folders)
+
+    def trusted_env(self) -> None:
+        """This process's environment, inherited by the builds and baseline measurements it starts:
+        the shared caches (only trusted processes write them) and a temporary folder of its own."""
+        os.environ.update({
+            "TMPDIR": str(self.trusted / "tmp"), "TMP": str(self.trusted / "tmp"), "TEMP": str(self.trusted / "tmp"),
+            "HOME": str(self.trusted / "home"), "KW_CACHE_DIR": str(self.cache),
+            "TORCH_EXTENSIONS_DIR": str(self.cache / "torch_extensions"), "TRITON_CACHE_DIR": str(self.cache / "triton"),
+            "TORCHINDUCTOR_CACHE_DIR": str(self.cache / "inductor"), "CUDA_CACHE_PATH": str(self.cache / "nv"),
+        })
+        os.environ.pop(service.ENV_VAR, None)
+        import tempfile
+
+        tempfile.tempdir = None
+
+    # ------------------------------------------------------------------ the worker
+
+    def start_worker(self, server: service.Server | None) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.close(read_end)
+            code = 70
+            try:
+                code = self._worker_child(server, write_end)
+            except BaseException:  # noqa: BLE001 - a judge bug: say so on stderr, exit
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        self.worker_pid = pid
+        os.close(write_end)
+        self.record.confinement = _read_report(read_end)
+
+    def _worker_child(self, server: service.Server | None, report_fd: int) -> int:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with_parent(signal.SIGKILL)
+        if os.getppid() != self.pid:
+            return 3
+        if server is not None:
+            server.sock.close()
+            os.environ[service.ENV_VAR] = str(server.path)
+        for name in SUPERVISOR_ONLY:
+            os.environ.pop(name, None)
+        report = self._confine()
+        os.write(report_fd, json.dumps(report).encode())
+        os.close(report_fd)
+        from . import worker
+
+        return worker.main([str(self.request_path), "--phase", self.phase])
+
+    def _confine(self) -> dict[str, Any]:
+        from .confine import ConfinementReport, confine
+
+        if not self.config.confine:
+            ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks its processes
+            return ConfinementReport(reason="switched off (config.confine is False)", no_new_privs=True).to_dict()
+        writable = self.worker_writable()
+        keep: tuple[str, ...] = ()
+        if self.config.profile:
+            keep = ("CAP_SYS_ADMIN",)  # ncu, where the GPU's counters are for administrators only
+            writable += _ncu_lock_file()
+        report = confine(self.scratch, writable, keep_capabilities=keep)
+        if not report.no_new_privs:
+            ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)
+            report.no_new_privs = True
+        return report.to_dict()
+
+    def wait_worker(self) -> int:
+        while True:
+            try:
+                _, status = os.waitpid(self.worker_pid, 0)
+                return status
+            except ChildProcessError:
+                return 0
+            except InterruptedError:
+                continue
+
+    def terminate(self, *_: Any) -> None:
+        """SIGTERM: the judge's time limit (or the judge died): end the worker now."""
+        self.record.terminated = True
+        if self.worker_pid:
+            try:
+                os.kill(self.worker_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def clean_up(self) -> None:
+        """Kill everything left in the tree; count what was the candidate's."""
+        started = time.perf_counter()
+        with self._lock:
+            helpers = set(self._helpers)
+        before = proctree.parent_map()
+        marked = {pid for pid in proctree.descendants(os.getpid(), before) if _no_new_privs(pid)}
+        helper_tree = helpers | {d for h in helpers for d in proctree.descendants(h, before)}
+        killed = proctree.kill_tree(os.getpid())
+        candidate = sorted((killed & marked) - helper_tree)
+        self.record.killed, self.record.killed_pids = len(candidate), candidate[:50]
+        self.record.killed_other = len(killed) - len(candidate)
+        self.record.seconds["clean_up"] = round(time.perf_counter() - started, 4)
+
+    # ------------------------------------------------------------------ the service
+
+    def handlers(self) -> dict[str, service.Handler]:
+        return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock}
+
+    def _build(self, message: dict[str, Any]) -> dict[str, Any]:
+        from .buildservice import serve_build
+
+        reply = serve_build(message, self.cache, timeout_s=self.config.compile_timeout_s,
+                            readable=self.scratch, on_start=self._helper_started)
+        if reply.get("ok") and not reply.get("cached"):
+            with self._lock:
+                self.record.builds.append(reply["name"])
+        return reply
+
+    def _helper_started(self, pid: int) -> None:
+        with self._lock:
+            self._helpers.add(pid)
+
+    def _seal(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The baseline parameters, sent by the worker of an evaluation before it loads candidate
+        code; accepted once. (A compile-phase worker loads candidate code without sealing.)"""
+        with self._lock:
+            if self.phase != "evaluate":
+                return {"error": "no baselines in the compile phase"}
+            if self.sealed is not None:
+                return {"error": "the baseline parameters were already given"}
+            self.sealed = {"overrides": dict(message.get("overrides") or {}), "device": str(message.get("device")),
+                           "device_name": str(message.get("device_name") or "")}
+            self.record.sealed = True
+        return {"ok": True}
+
+    def _baselines(self, message: dict[str, Any]) -> dict[str, Any]:
+        from .baseline import get_baselines
+
+        if self.sealed is None:
+            return {"error": "no baseline parameters were given before the candidate was loaded"}
+        from .trusted import _glob
+
+        params = self.sealed
+        label = device_label(params["device"], params["device_name"])
+        if not label:
+            return {"error": f"cannot name the device {params['device']!r} without torch"}
+        before: dict = {}
+        _glob(self.cache / "baselines", ("*.json",), before)
+        result = get_baselines(self.problem_path(), params["overrides"], self.config, params["device"],
+                               device_label=label)
+        after: dict = {}
+        _glob(self.cache / "baselines", ("*.json",), after)
+        with self._lock:  # records it rewrote (not merely added): the judge must not take them for tampering
+            self.record.rewrote.update({p: list(st) for p, st in after.items() if p in before and before[p] != st})
+        return {"baselines": asdict(result)}
+
+    def _make_lock(self, message: dict[str, Any]) -> dict[str, Any]:
+        from .gpulock import lock_folder
+
+        folder, key = Path(str(message.get("folder"))), str(message.get("key"))
+        allowed = {lock_folder("cuda").resolve(), lock_folder("cpu", self.cache).resolve()}
+        if folder.resolve() not in allowed or not _LOCK_KEY.match(key):
+            return {"error": f"not a device lock: {folder}/{key}"}
+        for suffix in ("lock", "turnstile"):
+            with open(folder / f"{key}.{suffix}", "a"):
+                pass
+        return {"ok": True}
+
+    # ------------------------------------------------------------------ report
+
+    def write_report(self) -> None:
+        path = self.trusted / REPORT_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self.record), indent=1))
+        os.replace(tmp, path)
+
+    def run(self) -> int:
+        from .stagetimes import process_age_s
+
+        self.record.seconds["startup"] = round(process_age_s() or 0.0, 4)  # interpreter and imports
+        _die_with_parent(signal.SIGTERM)
+        if self.parent_pid and os.getppid() != self.parent_pid:
+            return 3  # the judge died before this process started
+        started = time.perf_counter()
+        self.prepare()
+        server = self._open_service()
+        signal.signal(signal.SIGTERM, self.terminate)
+        self.record.seconds["prepare"] = round(time.perf_counter() - started, 4)
+        started = time.perf_counter()
+        self.start_worker(server)
+        self.record.seconds["fork_and_confine"] = round(time.perf_counter() - started, 4)
+        self.trusted_env()
+        if server is not None:
+            server.start()
+        status = self.wait_worker()
+        self.record.worker_status = os.waitstatus_to_exitcode(status)
+        if server is not None:
+            server.close()
+        self.clean_up()
+        self.write_report()
+        return self.record.worker_status
+
+    def _open_service(self) -> service.Server | None:
+        try:
+            server = service.Server(self.trusted, self.handlers())
+        except OSError as exc:
+            self.record.service = f"unavailable: {exc}"
+            return None
+        self.record.service = str(server.path)
+        return server
+
+
+def _ensure_uvm_device() -> None:
+    """CUDA creates /dev/nvidia-uvm on first use through the set-uid nvidia-modprobe; a confined
+    worker (no capabilities, no_new_privs, no new files in /dev) cannot, so it is made here."""
+    if not Path("/dev/nvidiactl").exists() or Path("/dev/nvidia-uvm").exists():
+        return
+    exe = shutil.which("nvidia-modprobe")
+    if exe:
+        try:
+            subprocess.run([exe, "-u", "-c=0"], capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+
+def device_label(device: str, sealed_name: str) -> str:
+    """The device name baselines are keyed by (`env.device_name`'s), found here without torch: the
+    processor for the CPU; for a GPU nvidia-smi's name of the visible device, else the name the
+    worker sealed before any candidate code ran."""
+    from .env import device_name_without_torch
+
+    return device_name_without_torch(device) or (sealed_name if str(device).startswith("cuda") else "")
+
+
+NCU_LOCK = Path("/tmp/nsight-compute-lock")  # Nsight Compute's machine-wide lock file
+
+
+def _ncu_lock_file() -> list[Path]:
+    """The one file outside its folders a profiled candidate may write: ncu's lock (made here, so
+    the candidate needs no right to create files in /tmp)."""
+    try:
+        if not NCU_LOCK.exists():
+            NCU_LOCK.touch()
+            NCU_LOCK.chmod(0o666)
+        return [NCU_LOCK]
+    except OSError:
+        return []
+
+
+def _read_report(fd: int) -> dict[str, Any]:
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    try:
+        return json.loads(b"".join(chunks) or b"{}")
+    except ValueError:
+        return {"active": False, "reason": "the worker died before it reported its confinement"}
+
+
+def _die_with_parent(sig: int) -> None:
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _no_new_privs(pid: int) -> bool:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NoNewPrivs:"):
+                return line.split()[1] == "1"
+    except (OSError, IndexError):
+        pass
+    return False
+
+
+def read_report(scratch: Path) -> Supervision | None:
+    """The supervisor's record of an evaluation (None when it did not write one)."""
+    try:
+        data = json.loads((scratch / TRUSTED_FOLDER / REPORT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    known = Supervision.__dataclass_fields__
+    return Supervision(**{k: v for k, v in data.items() if k in known})
+
+
+def exit_like(status: int) -> None:
+    """Leave with the worker's exit code, or die by the signal that killed it."""
+    if status < 0:
+        sig = -status
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + sig)
+    os._exit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.supervisor")
+    parser.add_argument("request")
+    parser.add_argument("--phase", choices=("evaluate", "compile"), default="evaluate")
+    parser.add_argument("--parent-pid", type=int, default=0)
+    args = parser.parse_args(argv)
+    supervisor = Supervisor(Path(args.request), args.phase, args.parent_pid)
+    status = supervisor.run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    exit_like(status)
+
+
+if __name__ == "__main__":
+    main()

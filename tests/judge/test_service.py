@@ -1,0 +1,68 @@
+"""The supervisor's service: one JSON request per connection, answered only to its own descendants."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.judge import service
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_descendant_gets_answers_and_errors_come_back_as_service_errors(tmp_path, monkeypatch):
+    server = service.Server(tmp_path, {"echo": lambda m: {"got": m["value"]},
+                                       "boom": lambda m: 1 / 0})
+    server.start()
+    try:
+        monkeypatch.setenv(service.ENV_VAR, str(server.path))
+        assert service.available()
+        assert service.call("echo", value=[1, "x"]) == {"got": [1, "x"]}
+        with pytest.raises(service.ServiceError, match="ZeroDivisionError"):
+            service.call("boom")
+        with pytest.raises(service.ServiceError, match="unknown request"):
+            service.call("nothing")
+    finally:
+        server.close()
+
+
+_SERVE_IN_CHILD = r"""
+import sys, time
+from pathlib import Path
+from kernelwright.judge import service
+server = service.Server(Path(sys.argv[1]), {"echo": lambda m: {"got": 1}})
+server.start()
+print(server.path, flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_process_outside_the_supervisors_tree_is_refused(tmp_path, monkeypatch):
+    owner = subprocess.Popen([sys.executable, "-c", _SERVE_IN_CHILD, str(tmp_path)], stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        path = owner.stdout.readline().strip()
+        monkeypatch.setenv(service.ENV_VAR, path)
+        with pytest.raises(service.ServiceError, match="only processes of this evaluation"):
+            service.call("echo")  # this test process is the server's parent, not its descendant
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def test_without_a_supervisor_there_is_no_service(monkeypatch):
+    monkeypatch.delenv(service.ENV_VAR, raising=False)
+    assert not service.available()
+    with pytest.raises(service.ServiceError, match="no judge supervisor"):
+        service.call("build")
+
+
+def test_a_socket_path_too_long_for_unix_sockets_moves_to_a_short_folder(tmp_path):
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    path, short = service.socket_path(deep)
+    assert short and len(str(path)) < 100
+    os.rmdir(short)

@@ -1,0 +1,78 @@
+"""The supervisor's own rules: what it accepts from the worker, and that it stays free of torch."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.api import SourceText, make_request
+from kernelwright.judge.supervisor import Supervisor, device_label
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _supervisor(tmp_path: Path, phase: str) -> Supervisor:
+    request = make_request(SourceText("x = 1", "p"), SourceText("y = 2", "c"), JudgeConfig(cache_dir=str(tmp_path)),
+                           tmp_path, phase=phase)
+    request.save(tmp_path / "request.json")
+    return Supervisor(tmp_path / "request.json", phase, parent_pid=0)
+
+
+def test_baseline_parameters_are_accepted_once_and_only_in_an_evaluation(tmp_path):
+    evaluation = _supervisor(tmp_path, "evaluate")
+    assert evaluation._baselines({})["error"].startswith("no baseline parameters")
+    assert evaluation._seal({"overrides": {"n": 4}, "device": "cpu"}) == {"ok": True}
+    assert "already given" in evaluation._seal({"overrides": {"n": 1 << 30}, "device": "cpu"})["error"]
+    assert evaluation.sealed["overrides"] == {"n": 4}
+    (tmp_path / "c").mkdir()
+    compile_phase = _supervisor(tmp_path / "c", "compile")
+    assert "compile phase" in compile_phase._seal({"overrides": {}, "device": "cpu"})["error"]
+
+
+def test_device_names_come_from_the_machine_not_from_the_worker():
+    import platform
+
+    assert device_label("cpu", "NVIDIA H100 80GB HBM3") == f"cpu:{platform.processor() or platform.machine()}"
+
+
+def test_lock_files_only_in_the_lock_folders_with_plain_names(tmp_path):
+    supervisor = _supervisor(tmp_path, "evaluate")
+    from kernelwright.judge.gpulock import lock_folder
+
+    folder = lock_folder("cpu", supervisor.cache)
+    folder.mkdir(parents=True)
+    assert supervisor._make_lock({"folder": str(folder), "key": "cpu"}) == {"ok": True}
+    assert (folder / "cpu.lock").exists() and (folder / "cpu.turnstile").exists()
+    assert "not a device lock" in supervisor._make_lock({"folder": str(tmp_path), "key": "cpu"})["error"]
+    assert "not a device lock" in supervisor._make_lock({"folder": str(folder), "key": "../../x"})["error"]
+
+
+_NO_TORCH = r"""
+import sys
+from pathlib import Path
+from kernelwright.judge import supervisor, buildservice, baseline, compile as kwc
+from kernelwright.judge.config import JudgeConfig
+kwc.toolchain()
+supervisor.device_label("cpu", "")
+problem = Path(sys.argv[1])
+problem.write_text("x = 1\n")
+baseline.cache_key(problem, {}, JudgeConfig(), "cuda", "compile_default", device_label="GPU")
+print("torch" in sys.modules, "triton" in sys.modules)
+"""
+
+
+def test_the_supervisor_side_never_imports_torch_or_triton(tmp_path):
+    done = subprocess.run([sys.executable, "-c", _NO_TORCH, str(tmp_path / "p.py")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_the_worker_may_not_write_where_the_supervisor_keeps_its_record(tmp_path, monkeypatch):
+    supervisor = _supervisor(tmp_path, "evaluate")
+    monkeypatch.chdir(tmp_path)  # a cwd that holds trusted/: refused
+    with pytest.raises(RuntimeError, match="trusted folder"):
+        supervisor.worker_writable()
