@@ -93,7 +93,7 @@ class ModelNew(nn.Module):
 
 
 def config_for(args, cache: Path, **extra) -> JudgeConfig:
-    return JudgeConfig(device=args.device, trials=2, torch_op_policy="allow", baselines=("eager",),
+    return JudgeConfig(device=args.device, trials=2, rules="kernelbench", baselines=("eager",),
                        warmup_ms=5.0, rep_ms=50.0, min_reps=10, energy_ms=0.0, cache_dir=str(cache), **extra)
 
 
