@@ -39,3 +39,15 @@ def kernelbench() -> Path:
     if not SHARED_KB.is_dir():
         pytest.skip(f"KernelBench problems not found at {SHARED_KB}")
     return SHARED_KB
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> str:
+    """A real local Ray instance with two CPU workers for the whole session (started on first use,
+    a few seconds); its GCS address, for drivers in other processes (`--eval ray:ADDRESS`)."""
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[test]' brings it)")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
