@@ -51,6 +51,10 @@ def test_optimize_judges_on_a_ray_cluster(tmp_path, ray_cluster):
     assert sorted(where) == ["c1", "c2"]
     node = ray.get_runtime_context().get_node_id()
     assert all(w["ray_node_id"] == node and w["attempt"] == 1 and w["hostname"] for w in where.values())
+    header = (run_dir / "best_model_new.py").read_text().split("\n\n")[0]
+    assert f"judged on: {where['c2']['hostname']}, CPU, Ray node {node[:12]}" in header
+    shown = scenario.cli(["runs", "show", str(run_dir), "--candidate", "c1"], cwd=tmp_path, timeout=60)
+    assert f"judged on: {where['c1']['hostname']}, CPU, Ray node {node[:12]}" in shown.stdout
     stored = read_db(run_dir, "SELECT settings FROM runs")[0]["settings"]
     assert json.loads(stored)["eval"] == f"ray:{ray_cluster}"
     assert cluster_cpus_free(ray_cluster)  # the driver's actors ended with it

@@ -4,6 +4,7 @@ judge actors killed mid-evaluation; no part of Ray mocked. The first test pays f
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -47,7 +48,7 @@ def make_pool(ray_cluster):
         pool.close()
 
 
-def test_examples_are_judged_on_ray_actors_as_in_the_local_pool(make_pool, ray_cluster):
+def test_examples_are_judged_on_ray_actors_as_in_the_local_pool(make_pool, ray_cluster, tmp_path):
     import ray
 
     jobs = [example_job(name) for name in ("row_softmax", "linear_relu", "scale_bias_gelu")]
@@ -65,7 +66,7 @@ def test_examples_are_judged_on_ray_actors_as_in_the_local_pool(make_pool, ray_c
     # the same judge code: a local pool reaches the same verdict on the same texts
     local = JudgePool(JudgeConfig(**FAST), gpus=[], cpu_workers=1).judge_many(
         [(SourceText(j.problem_source, j.problem_name), SourceText(j.candidate_source, j.candidate_name),
-          j.judge_config()) for j in jobs[:1]])
+          dataclasses.replace(j.judge_config(), cache_dir=str(tmp_path))) for j in jobs[:1]])
     assert [(t.seed, t.variant, t.ok) for t in local[0].trials] == \
         [(t.seed, t.variant, t.ok) for t in verdicts[0].trials]
     assert local[0].ops == verdicts[0].ops and local[0].overrides == verdicts[0].overrides
