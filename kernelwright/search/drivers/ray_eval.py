@@ -46,7 +46,7 @@ def missing_ray_message(mode: str | None) -> str | None:
 
 def shared_pool(options: RayOptions) -> RayJudgePool:
     pool = _POOLS.get(options.key())
-    if pool is None:
+    if pool is None or pool.start_failed:  # a new run tries a cluster that failed an earlier one again
         pool = _POOLS[options.key()] = RayJudgePool(options)
     return pool
 

@@ -131,6 +131,7 @@ class RayJudgePool:
         self.use_gpus = False
         self._actors: list[_Actor] = []
         self._start_lock = threading.Lock()
+        self._start_error: RayUnavailable | None = None
         self._waiters: list[asyncio.Future] = []
         self._tasks: set[asyncio.Task] = set()
         self._remote_actor = self._remote_compile = None
@@ -138,28 +139,43 @@ class RayJudgePool:
     # ------------------------------------------------------------------ starting
 
     def start(self) -> None:
+        """Connect and start the actors; a failure is kept, so evaluations waiting for the same
+        start do not each wait out the timeout again (a new pool tries afresh)."""
         with self._start_lock:
             if self._actors:
                 return
-            ray = import_ray()
-            if not ray.is_initialized():
-                self._connect(ray)
-            gpus = int(ray.cluster_resources().get("GPU", 0))
-            self.use_gpus = gpus > 0
-            self._remote_actor = ray.remote(JudgeActor)
-            self._remote_compile = ray.remote(precompile_on_node)
-            actors = [self._new_actor() for _ in range(self.options.actors or gpus or 1)]
+            if self._start_error is not None:
+                raise self._start_error
             try:
-                infos = ray.get([a.handle.info.remote() for a in actors], timeout=self.options.start_timeout_s)
-            except ray.exceptions.GetTimeoutError:
-                for actor in actors:
-                    ray.kill(actor.handle)
-                raise RayUnavailable(self._no_room(ray, len(actors))) from None
-            except ray.exceptions.RayError as exc:
-                raise RayUnavailable(f"the judge actors failed to start: {exc}") from None
-            for actor, info in zip(actors, infos, strict=True):
-                actor.info = info
-            self._actors = actors
+                self._start()
+            except RayUnavailable as exc:
+                self._start_error = exc
+                raise
+
+    @property
+    def start_failed(self) -> bool:
+        return self._start_error is not None
+
+    def _start(self) -> None:
+        ray = import_ray()
+        if not ray.is_initialized():
+            self._connect(ray)
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        self.use_gpus = gpus > 0
+        self._remote_actor = ray.remote(JudgeActor)
+        self._remote_compile = ray.remote(precompile_on_node)
+        actors = [self._new_actor() for _ in range(self.options.actors or gpus or 1)]
+        try:
+            infos = ray.get([a.handle.info.remote() for a in actors], timeout=self.options.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            for actor in actors:
+                ray.kill(actor.handle)
+            raise RayUnavailable(self._no_room(ray, len(actors))) from None
+        except ray.exceptions.RayError as exc:
+            raise RayUnavailable(f"the judge actors failed to start: {exc}") from None
+        for actor, info in zip(actors, infos, strict=True):
+            actor.info = info
+        self._actors = actors
 
     def _connect(self, ray) -> None:
         kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING,
