@@ -39,3 +39,25 @@ def kernelbench() -> Path:
     if not SHARED_KB.is_dir():
         pytest.skip(f"KernelBench problems not found at {SHARED_KB}")
     return SHARED_KB
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory) -> str:
+    """A real local Ray instance with two CPU workers for the whole session (started on first use,
+    a few seconds); its GCS address, for drivers in other processes (`--eval ray:ADDRESS`). No GPUs
+    even on a GPU machine, so its judge actors are CPU actors everywhere."""
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[test]' brings it)")
+    # judge caches (and the CPU timing lock) of its own: not shared with whatever else runs here
+    saved = os.environ.get("KW_CACHE_DIR")
+    os.environ["KW_CACHE_DIR"] = str(tmp_path_factory.mktemp("ray-judge-cache"))
+    try:
+        ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    finally:  # the cluster's processes keep it; this process goes back to its own
+        if saved is None:
+            os.environ.pop("KW_CACHE_DIR")
+        else:
+            os.environ["KW_CACHE_DIR"] = saved
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()

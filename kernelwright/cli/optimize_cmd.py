@@ -96,6 +96,7 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
                   run_dir: str | None, eval_mode: str | None, config_file: str | None, workspace: str,
                   skill_dirs: list[str], eval_workers: int | None, seed: int, rules: str | None = None,
                   target: str | None = None):
+    from kernelwright.search.drivers.ray_eval import is_ray_mode, missing_ray_message
     from kernelwright.search.drivers.session import RunOptions
 
     config = read_config(config_file)
@@ -111,8 +112,10 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     target = target or file_target
     if backend not in ("triton", "cuda"):
         raise UsageError(f"--backend must be triton or cuda, not {backend!r}")
-    if eval_mode not in (None, "local", "batch"):
-        raise UsageError(f"--eval must be local or batch, not {eval_mode!r}")
+    if eval_mode not in (None, "local", "batch") and not is_ray_mode(eval_mode):
+        raise UsageError(f"--eval must be local, batch, ray or ray:ADDRESS, not {eval_mode!r}")
+    if missing_ray_message(eval_mode):
+        raise UsageError(missing_ray_message(eval_mode))
     try:
         settings = Settings.from_dict({**section, **search, **({"strategy": strategy} if strategy else {})})
         budget = Limits.from_dict({**file_limits, **{k: v for k, v in limits.items() if v is not None}})
@@ -246,14 +249,16 @@ def optimize(
                                    "or a problem size constant; repeatable"),
     run_dir: Optional[str] = typer.Option(None, "--run-dir", help="folder of this run (default WORKSPACE/RUN_ID)"),
     resume: Optional[str] = typer.Option(None, "--resume", help="continue the run in this folder"),
-    eval_mode: Optional[str] = typer.Option(None, "--eval", help="local (judge here) or batch (requests in RUN_DIR/evals)"),
+    eval_mode: Optional[str] = typer.Option(None, "--eval", help="local (judge here), batch (requests in "
+                                            "RUN_DIR/evals), or ray / ray:ADDRESS (a Ray cluster)"),
     target: Optional[str] = typer.Option(None, "--target", help="the device candidates are judged on: a known GPU "
                                          "(h100, h200, a100, l4) or a device.json; default: this machine (local), "
                                          "the batch folder's device.json (batch)"),
     config: Optional[str] = typer.Option(None, "--config", help="TOML with [llm], [optimize], [judge] tables"),
     workspace: str = typer.Option("kw-runs", "--workspace", help="folder that holds run folders"),
     skills: list[str] = typer.Option([], "--skills", help="extra skill folder; repeatable"),
-    eval_workers: Optional[int] = typer.Option(None, "--eval-workers", help="judge processes at once (local)"),
+    eval_workers: Optional[int] = typer.Option(None, "--eval-workers", help="judge processes at once (local); "
+                                              "judge actors (ray; default one per GPU)"),
     rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
                                         "library or strict (see docs/judge.md)"),
     seed: int = typer.Option(0, "--seed", help="seed of the search's random choices"),

@@ -162,6 +162,11 @@ def _show_candidate(store, run_id: str, candidate_id: str) -> None:
         console.print(row["plan"])
     if row.get("reason"):
         console.print(f"[red]{escape(row['reason'])}[/]")
+    where = ((store.verdict(run_id, candidate_id) or {}).get("environment") or {}).get("judged_on")
+    if where:
+        from kernelwright.report.best import judged_on_text
+
+        console.print(f"judged on: {judged_on_text(where)}", highlight=False)
     if row.get("code"):
         console.print(Syntax(row["code"], "python", line_numbers=True))
 

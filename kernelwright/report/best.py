@@ -54,6 +54,8 @@ def evidence_lines(run: dict[str, Any], candidate: dict[str, Any], verdict: dict
     lines += _speed_lines(verdict)
     lines.append(f"device:    {_device(verdict)}")
     env = verdict.get("environment") or {}
+    if env.get("judged_on"):
+        lines.append(f"judged on: {judged_on_text(env['judged_on'])}")
     versions = ", ".join(f"{name} {env[name]}" for name in ("torch", "triton", "cuda_runtime", "nvcc")
                          if env.get(name))
     if versions:
@@ -111,6 +113,13 @@ def _device(verdict: dict[str, Any]) -> str:
     if env.get("cpu"):
         return f"CPU {env['cpu']} ({env.get('cpu_threads')} threads)"
     return str(verdict.get("device", "unknown"))
+
+
+def judged_on_text(where: dict[str, Any]) -> str:
+    """Host, GPU and Ray node of a verdict judged on a cluster (kernelwright.judge.node)."""
+    gpus = ", ".join(f"GPU {g.get('index')} {g.get('uuid', '')}".strip() for g in where.get("gpus") or []) or "CPU"
+    node = f", Ray node {where['ray_node_id'][:12]}" if where.get("ray_node_id") else ""
+    return f"{where.get('hostname', '?')}, {gpus}{node}"
 
 
 def header(lines: list[str]) -> str:

@@ -56,7 +56,7 @@ class RunOptions:
     overrides: dict[str, Any] = field(default_factory=dict)  # problem size overrides
     run_dir: str | None = None
     workspace: str = str(DEFAULT_WORKSPACE)
-    eval_mode: str | None = None  # "local" or "batch"; on resume None keeps the stored one
+    eval_mode: str | None = None  # "local", "batch", "ray[:ADDRESS]"; on resume None keeps the stored one
     eval_workers: int = 1
     skill_dirs: list[str] = field(default_factory=list)
     seed: int = 0
@@ -275,13 +275,19 @@ class Session:
 
     def _evaluator(self):
         from .evaluators import BatchEvaluator, LocalEvaluator
+        from .ray_eval import RayEvaluator, is_ray_mode, missing_ray_message
 
         mode = self.options.eval_mode or self.stored.get("eval", "local")
         judge = JudgeConfig.from_dict(self.stored["judge"])
         if mode == "batch":
             return BatchEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir)
+        if is_ray_mode(mode):
+            if missing_ray_message(mode):
+                raise RunError(missing_ray_message(mode))
+            return RayEvaluator.from_mode(mode, self.run["problem_source"], self.run["problem_name"], judge,
+                                          self.run_dir, int(self.stored.get("eval_workers", 1)))
         if mode != "local":
-            raise RunError(f"--eval must be local or batch, not {mode!r}")
+            raise RunError(f"--eval must be local, batch, ray or ray:ADDRESS, not {mode!r}")
         return LocalEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir,
                               int(self.stored.get("eval_workers", 1)))
 
