@@ -26,11 +26,13 @@ def descendants(pid: int) -> list[int]:
 
 
 def judge_workers(pid: int) -> list[int]:
-    """The sandboxed judge workers (`python -m kernelwright.judge.worker`) running below `pid`."""
+    """The sandboxed judge processes running below `pid`: workers (`python -m kernelwright.judge.worker`)
+    and the supervisors that fork them (`python -m kernelwright.judge.supervisor`)."""
     found = []
     for child in descendants(pid):
         try:
-            if b"kernelwright.judge.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"kernelwright.judge.worker" in cmdline or b"kernelwright.judge.supervisor" in cmdline:
                 found.append(child)
         except OSError:
             continue

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from proc_tree import alive, judge_workers
 
+from kernelwright.judge.confine import landlock_abi
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.node import NodeJob
 from kernelwright.judge.pool import JudgePool
@@ -131,14 +132,40 @@ class ModelNew(nn.Module):
 
 
 def test_evaluations_lost_every_time_end_as_a_judge_failure_after_a_bound(make_pool):
+    """Every attempt's actor dies while it judges (a loss outside the candidate): after the bound
+    the evaluation ends as JudgeLost, never as the candidate's verdict, and the pool still judges."""
     from kernelwright.search.drivers.ray_pool import JudgeLost
 
     pool = make_pool(actors=1, max_attempts=2)
-    (result,) = pool.judge_many([example_job("row_softmax", KILLS_ITS_JUDGE)])
+    pool.start()
+
+    async def kill_every_attempt():
+        task, killed = asyncio.ensure_future(pool.ajudge(example_job("row_softmax"))), set()
+        deadline = time.monotonic() + 240
+        while not task.done() and time.monotonic() < deadline:
+            for pid in [a.get("pid") for a in pool.actors()]:
+                if pid and pid not in killed and judge_workers(pid):
+                    killed.add(pid)
+                    os.kill(pid, signal.SIGKILL)
+            await asyncio.sleep(0.05)
+        try:
+            return await task
+        except JudgeLost as lost:  # ajudge raises what judge_many returns
+            return lost
+
+    result = asyncio.run(kill_every_attempt())
     assert isinstance(result, JudgeLost) and len(result.lost) == 2
     assert "not the candidate's verdict" in str(result)
     (verdict,) = pool.judge_many([example_job("row_softmax")])  # the pool still judges
     assert verdict.status == "pass"
+
+
+@pytest.mark.skipif(landlock_abi()[0] < 6, reason="signal scoping needs Landlock ABI 6")
+def test_a_candidate_cannot_kill_the_process_that_judges_it(make_pool):
+    """Confined, its signal to the supervisor is refused: it gets its own verdict on the first attempt."""
+    pool = make_pool(actors=1, max_attempts=2)
+    (verdict,) = pool.judge_many([example_job("row_softmax", KILLS_ITS_JUDGE)])
+    assert verdict.status in ("fail", "error") and verdict.environment["judged_on"]["attempt"] == 1
 
 
 def test_the_ray_evaluator_answers_asks_with_verdicts_that_say_where(tmp_path, ray_cluster):
