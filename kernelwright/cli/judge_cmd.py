@@ -35,11 +35,29 @@ def parse_overrides(settings: list[str]) -> dict:
     return overrides
 
 
-def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
-                 torch_ops: Optional[str], device: str):
+def file_config(config_file: Optional[str]):
+    """JudgeConfig from the [judge] table of the config file (--config, $KW_CONFIG or
+    ./kernelwright.toml), as `optimize` reads it; exit 2 when the file is wrong."""
+    from kernelwright import configfile
     from kernelwright.judge import JudgeConfig
 
-    config = JudgeConfig(overrides=parse_overrides(settings), device=device)
+    try:
+        _, tables = configfile.load(config_file)
+        values = dict(tables.get("judge") or {})
+        if "baselines" in values and isinstance(values["baselines"], str):
+            values["baselines"] = [v.strip() for v in values["baselines"].split(",") if v.strip()]
+        return JudgeConfig.from_dict(values)
+    except (configfile.ConfigFileError, ValueError, TypeError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
+                 torch_ops: Optional[str], device: str, config_file: Optional[str] = None):
+    config = file_config(config_file)
+    config.overrides = {**config.overrides, **parse_overrides(settings)}
+    if device != "auto" or config.device == "auto":
+        config.device = device
     if trials is not None:
         config.trials = trials
     if timeout is not None:
@@ -64,9 +82,11 @@ def judge_command(
     torch_ops: Optional[str] = typer.Option(None, "--torch-ops", help="reject|warn|allow the reference's torch ops"),
     batch: Optional[Path] = typer.Option(None, "--batch", help="judge every pending request in this folder"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
+    config_file: Optional[str] = typer.Option(None, "--config", help="config file whose \\[judge] table is read "
+                                              "(default: $KW_CONFIG, else ./kernelwright.toml)"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
-    config = build_config(settings, trials, timeout, no_time, torch_ops, device)
+    config = build_config(settings, trials, timeout, no_time, torch_ops, device, config_file)
     if batch is not None:
         raise typer.Exit(run_batch_folder(batch, config))
     if problem is None or candidate is None:
@@ -132,7 +152,8 @@ def verdict_table(verdict) -> Table:
             stats = getattr(verdict.baselines, name)
             if stats:
                 speed = verdict.speedup.get(name)
-                table.add_row(f"baseline {name}", _ms(stats) + (f"  → speedup {speed:.3g}x" if speed else ""))
+                table.add_row(f"baseline {name}", _ms(stats) + (f"  → speedup {speed:.3g}x" if speed else "")
+                              + _measured(verdict.baselines.measured.get(name)))
     if verdict.floor:
         pct = f", {verdict.floor.pct_of_floor:.1f}% of speed of light" if verdict.floor.pct_of_floor else ""
         table.add_row("floor", f"{verdict.floor.floor_ms:.4g} ms ({verdict.floor.bound}-bound){pct}")
@@ -150,15 +171,22 @@ def baseline_command(
     settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
     json_out: bool = typer.Option(False, "--json", help="print the baselines as JSON"),
+    force: bool = typer.Option(False, "--force", help="measure again, replacing cached baselines"),
+    config_file: Optional[str] = typer.Option(None, "--config", help="config file whose \\[judge] table is read "
+                                              "(default: $KW_CONFIG, else ./kernelwright.toml)"),
 ) -> None:
-    """Time the reference of each problem under eager and torch.compile (cached on disk)."""
-    from kernelwright.judge import JudgeConfig, baseline
+    """Time the reference of each problem under eager and torch.compile (cached on disk).
+
+    A noisy measurement is repeated before it is cached (docs/judge.md); --force measures again.
+    """
+    from kernelwright.judge import baseline
 
     if not target.exists():
         console.print(f"[red]{target}: not found[/]")
         raise typer.Exit(EXIT_USAGE)
     problems = [target] if target.is_file() else sorted(p for p in target.rglob("*.py") if p.name != "__init__.py")
-    config = JudgeConfig(overrides=parse_overrides(settings))
+    config = file_config(config_file)
+    config.overrides = {**config.overrides, **parse_overrides(settings)}
     device = resolve_device(device)
     results = {}
     for path in problems:
@@ -167,7 +195,7 @@ def baseline_command(
         except Exception as exc:  # noqa: BLE001 - a broken problem file is reported, the rest still run
             console.print(f"[yellow]{path}: {exc}[/]")
             continue
-        results[str(path)] = baseline.get_baselines(path, overrides, config, device)
+        results[str(path)] = baseline.get_baselines(path, overrides, config, device, force=force)
     if json_out:
         from dataclasses import asdict
 
@@ -199,8 +227,25 @@ def baselines_table(results: dict, device: str) -> Table:
     for column in ("problem", "eager", "compile_default", "compile_max_autotune", "cached", "errors"):
         table.add_column(column, overflow="fold")
     for path, result in results.items():
-        cells = [f"{s.median_ms:.4g} ms" if s else "-" for s in
-                 (result.eager, result.compile_default, result.compile_max_autotune)]
+        cells = [_baseline_cell(result, kind) for kind in ("eager", "compile_default", "compile_max_autotune")]
         errors = "; ".join(f"{k}: {v.splitlines()[0][:120]}" for k, v in result.errors.items())
         table.add_row(Path(path).name, *cells, "yes" if result.cached else "no", errors)
     return table
+
+
+def _measured(info: dict | None) -> str:
+    """Which cached measurement a speedup used: when, how many repeats, steady or noisy."""
+    if not info:
+        return ""
+    state = "steady" if info.get("steady", True) else "NOISY"
+    return (f"\nmeasured {info.get('measured_at')}, {len(info.get('repeats', []))} repeats, {state}, "
+            f"cache {info.get('cache_file')}")
+
+
+def _baseline_cell(result, kind: str) -> str:
+    stats = getattr(result, kind)
+    if stats is None:
+        return "-"
+    info = result.measured.get(kind) or {}
+    noisy = "" if info.get("steady", True) else " [red]NOISY[/]"
+    return f"{stats.median_ms:.4g} ms ± {stats.iqr_ms:.2g} ({len(info.get('repeats', []))} repeats){noisy}"

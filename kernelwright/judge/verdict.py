@@ -78,6 +78,8 @@ class Baselines:
     compile_max_autotune: TimingStats | None = None
     cached: bool = False
     errors: dict[str, str] = field(default_factory=dict)
+    # per kind: which measurement the speedups use (cache file, key digest, when, repeats, steady)
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

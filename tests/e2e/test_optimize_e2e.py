@@ -165,7 +165,7 @@ def test_without_an_llm_the_template_autotuner_runs_and_records_its_instances(tm
     run_dir = tmp_path / "run"
     args = scenario.optimize_args(run_dir, "unused", "--max-evals", "1")
     args = args[:args.index("--llm")] + args[args.index("--llm") + 2:]
-    env = {k: v for k, v in scenario.env().items() if not k.startswith("KERNELWRIGHT_LLM")}
+    env = {k: v for k, v in scenario.env().items() if not k.startswith(("KERNELWRIGHT_LLM", "KW_LLM", "KW_CONFIG"))}
     done = subprocess.run([sys.executable, str(scenario.CLI), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
