@@ -23,7 +23,7 @@ _ENVIRONMENT_PATTERNS: list[tuple[re.Pattern, str]] = [
      "ninja is not installed (torch builds C++/CUDA extensions with it): pip install ninja"),
     (re.compile(r"CUDA_HOME environment variable is not set"),
      "the CUDA toolkit (nvcc) is not found: install it, or set CUDA_HOME"),
-    (re.compile(r"(?:No such file or directory|command not found)\W{0,4}'?(nvcc|c\+\+|g\+\+|gcc|cc)\b"),
+    (re.compile(r"(?:No such file or directory|command not found)\W{0,4}(nvcc|c\+\+|g\+\+|gcc|cc)(?![\w+])"),
      "the compiler {0} is not installed or not on PATH"),
     (re.compile(r"Failed to find C compiler"),
      "Triton needs a C compiler (gcc or clang) to build its launcher: install one, or set CC"),

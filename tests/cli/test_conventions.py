@@ -101,3 +101,29 @@ def test_exit_codes_are_documented_once_and_the_same():
     for code in ("0", "1", "2", "75", "130"):
         assert re.search(rf"^\| `{code}` \|", doc, re.M), f"exit code {code} missing from docs/cli.md"
     assert "docs/cli.md" in (REPO / "README.md").read_text()
+
+
+# names that look like variables but are not read from the environment by users: markers in
+# template sources, and what the judge passes to its own child processes
+NOT_USER_VARIABLES = {"KW_TUNE", "KW_PARAMS", "KW_ALIASES", "KW_PARENT_PID", "KW_RLIMIT_AS_BYTES"}
+
+
+def test_one_prefix_and_every_variable_documented():
+    from kernelwright import envvars
+
+    doc = (REPO / "docs" / "cli.md").read_text()
+    table = {m.group(1).rstrip("_") for m in re.finditer(r"^\| `([A-Z_]+)(?:<ROLE>)?`", doc, re.M)}
+    assert {v.name.rstrip("_") if v.prefix else v.name for v in envvars.VARIABLES} - {"OPENAI_API_KEY",
+                                                                                  "ANTHROPIC_API_KEY"} <= table
+    used = set()
+    for path in (REPO / "kernelwright").rglob("*.py"):
+        text = path.read_text()
+        used |= set(re.findall(r"\b(KW_[A-Z_]*[A-Z])\b", text))
+        if path.name != "envvars.py":  # the old names are read in one place only
+            assert not re.search(r"""["']KERNELWRIGHT_""", text), f"{path} reads an old KERNELWRIGHT_ name"
+    prefixes = tuple(v.name for v in envvars.VARIABLES if v.prefix)
+    undocumented = {name for name in used - NOT_USER_VARIABLES if name not in doc and not name.startswith(prefixes)}
+    assert not undocumented, f"environment variables missing from docs/cli.md: {sorted(undocumented)}"
+    for var in envvars.VARIABLES:
+        if var.old:
+            assert var.old.rstrip("_") in doc
