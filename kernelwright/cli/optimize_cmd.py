@@ -30,7 +30,8 @@ from kernelwright.search.settings import STRATEGIES, Settings, SettingsError, na
 
 from . import exits, no_llm
 
-console = Console(stderr=True)
+console = Console(stderr=True)  # progress, panels, warnings
+results = Console()  # the outcome lines (stdout), unless --json puts JSON there
 SUITE_LIST_SUFFIXES = (".txt", ".list")
 
 
@@ -200,24 +201,26 @@ def _run_one(options, quiet: bool, no_model: bool = False):
         return run(options, on_progress=lambda snap: live.update(progress_panel(snap)))
 
 
-def report_outcome(outcome) -> None:
+def report_outcome(outcome, to_stdout: bool = True) -> None:
+    """The final panel on stderr; the outcome lines on stdout (stderr when --json owns stdout)."""
     from kernelwright.report.progress import progress_panel
 
     console.print(progress_panel(outcome.snapshot, title=f"run {outcome.run_id}"))
+    out = results if to_stdout else console
     style = {"done": "green", "paused": "yellow"}.get(outcome.status, "red")
     # soft_wrap: paths stay on one line, so they can be copied (and found by scripts)
-    console.print(f"[{style}]{outcome.status}[/]: {escape(outcome.detail)}", soft_wrap=True)
+    out.print(f"[{style}]{outcome.status}[/]: {escape(outcome.detail)}", soft_wrap=True)
     for path in outcome.pending_prompts[:20]:
-        console.print(f"  prompt: {path}", soft_wrap=True, highlight=False)
+        out.print(f"  prompt: {path}", soft_wrap=True, highlight=False)
     for path in outcome.pending_evals[:20]:
-        console.print(f"  evaluation request: {path}", soft_wrap=True, highlight=False)
+        out.print(f"  evaluation request: {path}", soft_wrap=True, highlight=False)
     if outcome.best_path is not None:
         speed = f" at {fmt_speedup(outcome.best_speedup)}" if outcome.best_speedup is not None else ""
         label = "best so far" if outcome.status != "done" else "best"
-        console.print(f"{label}: {outcome.best_id}{speed} -> {outcome.best_path}", soft_wrap=True, highlight=False)
+        out.print(f"{label}: {outcome.best_id}{speed} -> {outcome.best_path}", soft_wrap=True, highlight=False)
     elif outcome.status == "done":
-        console.print("no correct candidate was found")
-    console.print(f"run folder: {outcome.run_dir}", soft_wrap=True, highlight=False)
+        out.print("no correct candidate was found")
+    out.print(f"run folder: {outcome.run_dir}", soft_wrap=True, highlight=False)
 
 
 def _suite_table(results: list[tuple[Path, Any]]) -> Table:
@@ -239,7 +242,7 @@ def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False
     from kernelwright.problem import ProblemError
     from kernelwright.search.drivers.session import RunError
 
-    results: list[tuple[Path, Any]] = []
+    done: list[tuple[Path, Any]] = []
     if options.run_dir:
         raise UsageError("--run-dir names one run; a suite puts its runs under --workspace")
     if not problems:
@@ -248,18 +251,18 @@ def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False
         console.rule(str(path))
         try:
             outcome = _run_one(dataclasses.replace(options, problem=str(path)), quiet, no_model)
-            report_outcome(outcome)
-            results.append((path, outcome))
+            report_outcome(outcome, to_stdout=not json_out)
+            done.append((path, outcome))
         except (RunError, ProblemError) as exc:
             console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-            results.append((path, exc))
+            done.append((path, exc))
             continue
         if outcome.status == "interrupted":
             break
-    console.print(_suite_table(results))
+    (console if json_out else results).print(_suite_table(done))
     if json_out:
-        typer.echo(json.dumps({"suite": [_suite_item(p, o) for p, o in results]}, indent=2))
-    codes = [exits.EXIT_FAILED if isinstance(o, Exception) else o.exit_code for _, o in results]
+        typer.echo(json.dumps({"suite": [_suite_item(p, o) for p, o in done]}, indent=2))
+    codes = [exits.EXIT_FAILED if isinstance(o, Exception) else o.exit_code for _, o in done]
     if exits.EXIT_INTERRUPTED in codes:
         return exits.EXIT_INTERRUPTED
     return exits.EXIT_FAILED if exits.EXIT_FAILED in codes else max(codes, default=0)
@@ -362,7 +365,7 @@ def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], qu
     except (ReplayDiverged, EnvironmentMissing) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         return exits.EXIT_FAILED
-    report_outcome(outcome)
+    report_outcome(outcome, to_stdout=not json_out)
     if json_out:
         typer.echo(json.dumps(outcome.to_dict(), indent=2))
     if outcome.status == "interrupted":

@@ -281,8 +281,13 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
             return model(*inputs)
 
     call()  # compiles (torch.compile) before the device is held: other workers may use it meanwhile
-    with lock_for(device, config.cache_dir).exclusive():  # no other process's kernels in the timing
-        stats, repeats, steady = steady_measure(lambda: measure(call, config, device)[0])
+    lock = lock_for(device, config.cache_dir)
+
+    def repeat() -> TimingStats:
+        with lock.exclusive():  # no other process's kernels in the timing; released between repeats
+            return measure(call, config, device)[0]
+
+    stats, repeats, steady = steady_measure(repeat)
     if kind != "eager":
         stats.note = (stats.note + "; " if stats.note else "") + f"torch.compile({_COMPILE_MODE[kind] or 'default'})"
     return {"timing": asdict(stats), "repeats": repeats, "steady": steady}

@@ -102,6 +102,13 @@ def test_one_config_file_read_the_same_from_the_working_folder_or_config(user):
     from kernelwright.cli.optimize_cmd import llm_configured
 
     assert not llm_configured(found) and not llm_configured(given)  # no "Extra inputs" error
+    from kernelwright.cli.judge_cmd import build_config
+
+    for config_file in (None, str(user / "elsewhere.toml")):  # judge and baseline read [judge] alike
+        judge = build_config(["dim=8"], trials=None, timeout=None, no_time=False, torch_ops=None, device="auto",
+                             config_file=config_file)
+        assert (judge.trials, judge.rep_ms, judge.overrides) == (3, 7, {"dim": 8})
+    assert build_config([], trials=5, timeout=None, no_time=False, torch_ops=None, device="cpu").trials == 5
 
 
 def test_config_file_errors_are_usage_errors(user):

@@ -146,8 +146,8 @@ def test_autotune_run_stopped_mid_run_resumes_without_judging_again(tiny, tmp_pa
     if how == signal.SIGINT:
         assert process.returncode == INTERRUPTED, err
         assert status(run_dir) == "interrupted"
-        assert f"kernelwright optimize --resume {run_dir}" in err
-        assert "best so far:" in err
+        assert f"kernelwright optimize --resume {run_dir}" in out  # the outcome lines are results: stdout
+        assert "best so far:" in out and "[0:" in err  # progress lines went to stderr
     else:
         assert process.returncode == -signal.SIGKILL
         assert status(run_dir) == "running"  # nobody could say otherwise ...
@@ -179,19 +179,19 @@ def test_autotune_run_stopped_mid_run_resumes_without_judging_again(tiny, tmp_pa
 
 def test_autotune_max_minutes_is_honoured_within_one_instance(tiny, tmp_path):
     run_dir = tmp_path / "run"
-    limit_s = 3.0
-    started = time.monotonic()
+    limit_s = 6.0
     done = run([*autotune_args(tiny, run_dir, evals=20), "--max-minutes", str(limit_s / 60), "--json"],
                tmp_path, no_llm_env())
-    wall = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
-    assert "time budget reached" in outcome["detail"] and outcome["candidates"] < 20
-    # the documented tolerance: the limit is checked before each instance, so the run ends at
-    # most one instance's judging after it (plus start-up and the final write)
-    slowest = max(json.loads(v)["process"]["wall_s"] for _, v in tune_rows(run_dir).values())
-    assert outcome["spend"]["elapsed_s"] <= limit_s + slowest + 2.0
-    assert wall < 60
+    assert "time budget reached" in outcome["detail"] and 1 <= outcome["candidates"] < 20
+    # the documented tolerance: the limit is checked before each instance but the first, so no
+    # instance starts after it: every instance but the last was stored before the limit, and the
+    # run ends when the last one is stored
+    stored_at = sorted(json.loads(r["node"])["elapsed_s"]
+                       for r in rows(run_dir, "SELECT node FROM candidates WHERE action = 'tune'"))
+    assert all(t < limit_s for t in stored_at[:-1]), stored_at
+    assert outcome["spend"]["elapsed_s"] <= stored_at[-1] + 5.0
 
 
 # ---------------------------------------------------------------------------- with an LLM
@@ -205,7 +205,7 @@ def test_llm_run_interrupted_mid_run_resumes_without_asking_again(tmp_path, how,
     out, err = stop(process, how)
     assert process.returncode == INTERRUPTED, err
     assert status(run_dir) == "interrupted"
-    assert f"kernelwright optimize --resume {run_dir}" in err
+    assert f"kernelwright optimize --resume {run_dir}" in out
     answered = {r["id"]: r["result"] for r in rows(run_dir, "SELECT id, result FROM asks WHERE result IS NOT NULL")}
     assert len(answered) >= 3
 

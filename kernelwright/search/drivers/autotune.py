@@ -9,7 +9,8 @@ earlier session stored is answered from the store, never judged again. Ctrl-C (o
 the run as `interrupted`; after `kill -9` the run lock is free and a resume picks it up.
 
 Limits: `max_evals` is the number of instances (default 16); `max_minutes` is active time, checked
-before each instance, so a run ends at most one instance's judging after the limit. An instance
+before each instance but the first, so no instance starts after the limit and a run ends at most
+one instance's judging after it. Each instance records the active time at which it was stored. An instance
 that fails because of the machine (Triton missing, no compiler) stops the run as `failed` with the
 cause; a run in which no instance passed is `failed`, never `done`.
 """
@@ -120,10 +121,12 @@ class AutotuneSession:
                 "elapsed_s": round(self.elapsed(), 3)}
 
     def should_stop(self) -> bool:
+        """Asked before each instance: a machine error stops at once; the time limit once the run
+        has at least one instance (a run that judged nothing would be of no use)."""
         if self.fatal:
             return True
         minutes = self.plan.limits.max_minutes
-        if minutes is not None and self.elapsed() >= minutes * 60:
+        if minutes is not None and self.cache.by_key and self.elapsed() >= minutes * 60:
             self.stop_reason = f"time budget reached ({self.elapsed() / 60:.2f} of {minutes:g} minutes)"
             return True
         return False
@@ -146,7 +149,7 @@ class AutotuneSession:
                 "status": STATUS_OF.get(step.measurement.status, "fail"), "code": step.source,
                 "plan": json.dumps(step.params, sort_keys=True), "approach_key": step.template_name,
                 "speedup": _speedup(verdict), "reason": step.measurement.error or "",
-                "measurement": measurement, "cache_key": key}])
+                "measurement": measurement, "cache_key": key, "elapsed_s": round(self.elapsed(), 3)}])
             self.cache.by_key[key] = (cid, {**measurement, "verdict": verdict})
         self.seen.add(cid)
         if step.measurement.ok:
