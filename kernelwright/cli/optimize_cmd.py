@@ -78,7 +78,7 @@ def read_config(path: str | None) -> tuple[str | None, dict[str, Any]]:
         found, tables = configfile.load(path)
     except configfile.ConfigFileError as exc:
         raise UsageError(str(exc)) from None
-    return (str(found) if found else None), tables
+    return (str(found.resolve()) if found else None), tables  # absolute: a resume may start elsewhere
 
 
 def split_sets(sets: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

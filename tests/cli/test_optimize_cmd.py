@@ -98,7 +98,8 @@ def test_one_config_file_read_the_same_from_the_working_folder_or_config(user):
     for options in (found, given):
         assert (options.limits.max_evals, options.limits.max_minutes) == (2, 1.5)
         assert (options.judge.trials, options.judge.rep_ms) == (3, 7)
-    assert found.config_file == "kernelwright.toml" and given.config_file.endswith("elsewhere.toml")
+    assert found.config_file == str(user / "kernelwright.toml")  # stored absolute, for a resume elsewhere
+    assert given.config_file == str(user / "elsewhere.toml")
     from kernelwright.cli.optimize_cmd import llm_configured
 
     assert not llm_configured(found) and not llm_configured(given)  # no "Extra inputs" error

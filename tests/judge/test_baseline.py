@@ -211,3 +211,18 @@ def test_the_real_subprocess_records_its_repeats(tiny, config):
         assert min(abs(m - result.eager.median_ms) for m in others) <= kwbase.REPEAT_AGREEMENT * result.eager.median_ms
     else:
         assert result.eager.median_ms == min(medians)
+
+
+@pytest.mark.gpu
+def test_gpu_baselines_are_steady_and_say_so(kernelbench, tmp_path):
+    """On a quiet GPU the eager and torch.compile baselines of a KernelBench problem are steady (two
+    repeats agree), and the record says which measurement a speedup will use."""
+    gpu_config = JudgeConfig(cache_dir=str(tmp_path / "cache"), timeout_s=600.0)
+    problem = kernelbench / "level1" / "19_ReLU.py"
+    result = kwbase.get_baselines(problem, {"batch_size": 512}, gpu_config, "cuda", force=True)
+    assert not result.errors, result.errors
+    for kind in ("eager", "compile_default"):
+        info = result.measured[kind]
+        assert info["steady"] and 2 <= len(info["repeats"]) <= kwbase.MAX_REPEATS, info
+        assert len(info["key_sha256"]) == 64 and not info["from_cache"]
+        assert getattr(result, kind).method in ("cuda_events", "cuda_graph")

@@ -56,3 +56,10 @@ def test_machine_failures_are_recognised(verdict, expected):
 ])
 def test_the_candidates_own_failures_are_not_excused(verdict):
     assert preflight.environment_error(verdict) is None
+
+
+@pytest.mark.gpu
+def test_a_gpu_machine_has_what_both_backends_need():
+    """On the GPU machine: Triton, a GPU, nvcc, a C++ compiler and ninja are all found."""
+    assert preflight.missing_for("triton", "auto") == []
+    assert preflight.missing_for("cuda", "auto") == []
