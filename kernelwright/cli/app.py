@@ -7,11 +7,27 @@ import typer
 
 app = typer.Typer(
     name="kernelwright",
-    help="Turn a PyTorch reference program into faster, verified GPU kernels.",
+    help="Turn a PyTorch reference program into faster, verified GPU kernels. "
+         "Exit codes: 0 done, 1 failed, 2 usage or bad input, 75 paused, 130 interrupted (docs/cli.md).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from kernelwright import __version__
+
+        typer.echo(f"kernelwright {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Turn a PyTorch reference program into faster, verified GPU kernels."""
 
 # modules under kernelwright.cli that expose register(app); order is the order of --help
 COMMAND_MODULES = ("optimize_cmd", "runs_cmd", "judge_cmd", "gpu_cmd", "tune_cmd", "profile_cmd", "skills_cmd")

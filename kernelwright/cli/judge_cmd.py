@@ -35,16 +35,35 @@ def parse_overrides(settings: list[str]) -> dict:
     return overrides
 
 
-def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
-                 rules: Optional[str], device: str):
+def file_config(config_file: Optional[str]):
+    """JudgeConfig from the [judge] table of the config file (--config, $KW_CONFIG or
+    ./kernelwright.toml), as `optimize` reads it; exit 2 when the file is wrong."""
+    from kernelwright import configfile
     from kernelwright.judge import JudgeConfig
-    from kernelwright.rules import UnknownRuleSet, get
 
     try:
-        rule_set = get(rules).name
+        _, tables = configfile.load(config_file)
+        values = dict(tables.get("judge") or {})
+        if "baselines" in values and isinstance(values["baselines"], str):
+            values["baselines"] = [v.strip() for v in values["baselines"].split(",") if v.strip()]
+        return JudgeConfig.from_dict(values)
+    except (configfile.ConfigFileError, ValueError, TypeError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
+                 rules: Optional[str], device: str, config_file: Optional[str] = None):
+    from kernelwright.rules import UnknownRuleSet, get
+
+    config = file_config(config_file)
+    try:
+        config.rules = get(rules or config.rules).name  # --rules, else the file's [judge] rules
     except UnknownRuleSet as exc:
         raise typer.BadParameter(str(exc), param_hint="--rules") from None
-    config = JudgeConfig(overrides=parse_overrides(settings), device=device, rules=rule_set)
+    config.overrides = {**config.overrides, **parse_overrides(settings)}
+    if device != "auto" or config.device == "auto":
+        config.device = device
     if trials is not None:
         config.trials = trials
     if timeout is not None:
@@ -71,9 +90,11 @@ def judge_command(
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
     profile_budget: float = typer.Option(300.0, "--profile-budget", help="with --batch: seconds for profiling "
                                          "passing candidates whose requests ask for it (0: none)"),
+    config_file: Optional[str] = typer.Option(None, "--config", help="config file whose \\[judge] table is read "
+                                              "(default: $KW_CONFIG, else ./kernelwright.toml)"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
-    config = build_config(settings, trials, timeout, no_time, rules, device)
+    config = build_config(settings, trials, timeout, no_time, rules, device, config_file)
     if batch is not None:
         raise typer.Exit(run_batch_folder(batch, config, profile_budget))
     if problem is None or candidate is None:
@@ -147,7 +168,8 @@ def verdict_table(verdict) -> Table:
             if stats:
                 speed = verdict.speedup.get(name)
                 what = f" ({verdict.baselines.eager_label})" if name == "eager" else ""
-                table.add_row(f"baseline {name}", _ms(stats) + what + (f"  → speedup {speed:.3g}x" if speed else ""))
+                table.add_row(f"baseline {name}", _ms(stats) + what + (f"  → speedup {speed:.3g}x" if speed else "")
+                              + _measured(verdict.baselines.measured.get(name)))
     if verdict.floor:
         pct = f", {verdict.floor.pct_of_floor:.1f}% of speed of light" if verdict.floor.pct_of_floor else ""
         table.add_row("floor", f"{verdict.floor.floor_ms:.4g} ms ({verdict.floor.bound}-bound){pct}")
@@ -183,15 +205,22 @@ def baseline_command(
     settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
     json_out: bool = typer.Option(False, "--json", help="print the baselines as JSON"),
+    force: bool = typer.Option(False, "--force", help="measure again, replacing cached baselines"),
+    config_file: Optional[str] = typer.Option(None, "--config", help="config file whose \\[judge] table is read "
+                                              "(default: $KW_CONFIG, else ./kernelwright.toml)"),
 ) -> None:
-    """Time the reference of each problem under eager and torch.compile (cached on disk)."""
-    from kernelwright.judge import JudgeConfig, baseline
+    """Time the reference of each problem under eager and torch.compile (cached on disk).
+
+    A noisy measurement is repeated before it is cached (docs/judge.md); --force measures again.
+    """
+    from kernelwright.judge import baseline
 
     if not target.exists():
         console.print(f"[red]{target}: not found[/]")
         raise typer.Exit(EXIT_USAGE)
     problems = [target] if target.is_file() else sorted(p for p in target.rglob("*.py") if p.name != "__init__.py")
-    config = JudgeConfig(overrides=parse_overrides(settings))
+    config = file_config(config_file)
+    config.overrides = {**config.overrides, **parse_overrides(settings)}
     device = resolve_device(device)
     results = {}
     for path in problems:
@@ -200,7 +229,7 @@ def baseline_command(
         except Exception as exc:  # noqa: BLE001 - a broken problem file is reported, the rest still run
             console.print(f"[yellow]{path}: {exc}[/]")
             continue
-        results[str(path)] = baseline.get_baselines(path, overrides, config, device)
+        results[str(path)] = baseline.get_baselines(path, overrides, config, device, force=force)
     if json_out:
         from dataclasses import asdict
 
@@ -232,9 +261,26 @@ def baselines_table(results: dict, device: str) -> Table:
     for column in ("problem", "eager", "compile_default", "compile_max_autotune", "cached", "errors"):
         table.add_column(column, overflow="fold")
     for path, result in results.items():
-        cells = [f"{s.median_ms:.4g} ms" if s else "-" for s in
-                 (result.eager, result.compile_default, result.compile_max_autotune)]
+        cells = [_baseline_cell(result, kind) for kind in ("eager", "compile_default", "compile_max_autotune")]
         errors = "; ".join(f"{k}: {v.splitlines()[0][:120]}" for k, v in result.errors.items())
         label = "" if result.eager_label == "eager PyTorch" else f" (eager: {result.eager_label})"
         table.add_row(Path(path).name + label, *cells, "yes" if result.cached else "no", errors)
     return table
+
+
+def _measured(info: dict | None) -> str:
+    """Which cached measurement a speedup used: when, how many repeats, steady or noisy."""
+    if not info:
+        return ""
+    state = "steady" if info.get("steady", True) else "NOISY"
+    return (f"\nmeasured {info.get('measured_at')}, {len(info.get('repeats', []))} repeats, {state}, "
+            f"cache {info.get('cache_file')}")
+
+
+def _baseline_cell(result, kind: str) -> str:
+    stats = getattr(result, kind)
+    if stats is None:
+        return "-"
+    info = result.measured.get(kind) or {}
+    noisy = "" if info.get("steady", True) else " [red]NOISY[/]"
+    return f"{stats.median_ms:.4g} ms ± {stats.iqr_ms:.2g} ({len(info.get('repeats', []))} repeats){noisy}"

@@ -1,15 +1,17 @@
 """`kernelwright optimize PROBLEM_OR_SUITE`: search for a faster verified ModelNew.
 
-Exit status: 0 done, 1 failed, 2 bad usage, 75 paused (exchange prompts wait for answers, or
-batch evaluations wait for verdicts; continue with `--resume RUN_DIR`).
+Exit status (cli/exits.py): 0 done, 1 failed (also: this machine lacks a package or compiler the
+judge needs), 2 bad usage or input, 75 paused (exchange prompts wait for answers, or batch
+evaluations wait for verdicts; continue with `--resume RUN_DIR`), 130 interrupted (Ctrl-C or
+SIGTERM; continue with `--resume RUN_DIR`). Progress goes to stderr, `--json` prints the result
+to stdout.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import difflib
-import os
-import tomllib
+import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,18 +21,26 @@ from rich.markup import escape
 from rich.live import Live
 from rich.table import Table
 
+from kernelwright import configfile, envvars
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.llm.errors import ConfigError
 from kernelwright.report.best import fmt_speedup
 from kernelwright.search.budget import LIMIT_NAMES, Limits
 from kernelwright.search.settings import STRATEGIES, Settings, SettingsError, names as setting_names
 
-console = Console(stderr=True)
+from . import exits, no_llm
+
+console = Console(stderr=True)  # progress, panels, warnings
+results = Console()  # the outcome lines (stdout), unless --json puts JSON there
 SUITE_LIST_SUFFIXES = (".txt", ".list")
 
 
 class UsageError(ValueError):
     """A flag or config value is wrong; shown to the user as is."""
+
+
+class EnvironmentMissing(RuntimeError):
+    """This machine lacks what the judge needs (a package, a compiler, a GPU): exit 1, not "done"."""
 
 
 def _pairs(values: list[str], what: str) -> dict[str, str]:
@@ -62,15 +72,13 @@ def _judge_value(name: str, raw: Any) -> Any:
     return value
 
 
-def read_config(path: str | None) -> dict[str, Any]:
-    if not path:
-        return {}
+def read_config(path: str | None) -> tuple[str | None, dict[str, Any]]:
+    """(the config file in use, its tables): --config, else $KW_CONFIG, else ./kernelwright.toml."""
     try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"config file {path} is not valid TOML: {exc}") from None
+        found, tables = configfile.load(path)
+    except configfile.ConfigFileError as exc:
+        raise UsageError(str(exc)) from None
+    return (str(found.resolve()) if found else None), tables  # absolute: a resume may start elsewhere
 
 
 def split_sets(sets: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -99,12 +107,12 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     from kernelwright.search.drivers.ray_eval import is_ray_mode, missing_ray_message
     from kernelwright.search.drivers.session import RunOptions
 
-    config = read_config(config_file)
+    config_file, config = read_config(config_file)
     section = dict(config.get("optimize") or {})
     search, judge_cfg, sizes = split_sets(_pairs(sets, "--set"))
     file_limits = {k: section.pop(k) for k in list(section) if k in LIMIT_NAMES}
-    backend = backend or section.pop("backend", "triton")
-    eval_mode = eval_mode or section.pop("eval", None)
+    file_backend, file_eval = section.pop("backend", "triton"), section.pop("eval", None)
+    backend, eval_mode = backend or file_backend, eval_mode or file_eval
     eval_workers = eval_workers or int(section.pop("eval_workers", 1))
     file_rules = section.pop("rules", None)
     rules = rules or file_rules  # --rules, else [optimize] rules, else [judge] rules
@@ -144,7 +152,7 @@ def suite_problems(target: Path) -> list[Path] | None:
 
 
 def llm_configured(options) -> bool:
-    if options.llm or options.llm_roles or os.environ.get("KERNELWRIGHT_LLM"):
+    if options.llm or options.llm_roles or envvars.get("KW_LLM"):
         return True
     from kernelwright.llm.config import LLMConfig
 
@@ -152,50 +160,79 @@ def llm_configured(options) -> bool:
     return bool(config.default or config.roles)
 
 
-def run_without_llm(options) -> int:
-    """No model configured: the template autotuner is the fallback, when it is installed."""
-    try:
-        from kernelwright.search.drivers.autotune import run_autotune
-        from kernelwright.tune.autopilot import optimize_without_llm  # noqa: F401 - is it installed?
-    except ImportError:
-        console.print("[red]no LLM configured and template autotuning is not available[/]: pass "
-                      "--llm SPEC (e.g. openai:gpt-5, anthropic:claude-sonnet-4-5, exchange, "
-                      "replay:CASSETTE.jsonl) or set KERNELWRIGHT_LLM", soft_wrap=True)
-        return 1
+def check_environment(backend: str, eval_mode: str | None, device: str) -> None:
+    """Before any work: can this machine judge `backend` candidates? (not asked where candidates
+    are judged elsewhere: --eval batch, --eval ray)"""
+    if eval_mode == "batch" or (eval_mode or "").startswith("ray"):
+        return
+    missing = no_llm.missing_environment(backend, device)
+    if missing:
+        raise EnvironmentMissing("this machine cannot judge the candidates:\n" + "\n".join(f"  {m}" for m in missing))
+
+
+def announce_without_llm() -> None:
     console.print("[yellow]no LLM configured: tuning the built-in kernel templates instead[/] "
                   "(pass --llm SPEC to let the agents write kernels)", soft_wrap=True)
-    outcome = run_autotune(options)
-    report_outcome(outcome)
-    return outcome.exit_code
 
 
-def _run_one(options, quiet: bool):
-    from kernelwright.report.progress import progress_panel
+def _runner(no_model: bool):
+    if no_model:
+        from kernelwright.search.drivers.autotune import run_autotune
+
+        return run_autotune
     from kernelwright.search.drivers.session import run_optimization
 
-    if quiet or not console.is_terminal:
-        return run_optimization(options)
+    return run_optimization
+
+
+class ProgressLines:
+    """Live progress as lines on stderr, for a pipe or a log: one line when something changed."""
+
+    def __init__(self):
+        self.last = None
+
+    def __call__(self, snapshot: dict) -> None:
+        from kernelwright.report.progress import progress_line
+
+        spend = snapshot.get("spend") or {}
+        state = (snapshot.get("candidates"), snapshot.get("best_id"), spend.get("evals"), spend.get("calls"))
+        if state != self.last:
+            self.last = state
+            console.print(progress_line(snapshot), soft_wrap=True, highlight=False, markup=False)
+
+
+def _run_one(options, quiet: bool, no_model: bool = False):
+    from kernelwright.report.progress import progress_panel
+
+    run = _runner(no_model)
+    if quiet:
+        return run(options)
+    if not console.is_terminal:
+        return run(options, on_progress=ProgressLines())
     with Live(progress_panel({}), console=console, refresh_per_second=4, transient=False) as live:
-        return run_optimization(options, on_progress=lambda snap: live.update(progress_panel(snap)))
+        return run(options, on_progress=lambda snap: live.update(progress_panel(snap)))
 
 
-def report_outcome(outcome) -> None:
+def report_outcome(outcome, to_stdout: bool = True) -> None:
+    """The final panel on stderr; the outcome lines on stdout (stderr when --json owns stdout)."""
     from kernelwright.report.progress import progress_panel
 
     console.print(progress_panel(outcome.snapshot, title=f"run {outcome.run_id}"))
+    out = results if to_stdout else console
     style = {"done": "green", "paused": "yellow"}.get(outcome.status, "red")
     # soft_wrap: paths stay on one line, so they can be copied (and found by scripts)
-    console.print(f"[{style}]{outcome.status}[/]: {escape(outcome.detail)}", soft_wrap=True)
+    out.print(f"[{style}]{outcome.status}[/]: {escape(outcome.detail)}", soft_wrap=True)
     for path in outcome.pending_prompts[:20]:
-        console.print(f"  prompt: {path}", soft_wrap=True, highlight=False)
+        out.print(f"  prompt: {path}", soft_wrap=True, highlight=False)
     for path in outcome.pending_evals[:20]:
-        console.print(f"  evaluation request: {path}", soft_wrap=True, highlight=False)
+        out.print(f"  evaluation request: {path}", soft_wrap=True, highlight=False)
     if outcome.best_path is not None:
         speed = f" at {fmt_speedup(outcome.best_speedup)}" if outcome.best_speedup is not None else ""
-        console.print(f"best: {outcome.best_id}{speed} -> {outcome.best_path}", soft_wrap=True, highlight=False)
+        label = "best so far" if outcome.status != "done" else "best"
+        out.print(f"{label}: {outcome.best_id}{speed} -> {outcome.best_path}", soft_wrap=True, highlight=False)
     elif outcome.status == "done":
-        console.print("no correct candidate was found")
-    console.print(f"run folder: {outcome.run_dir}", soft_wrap=True, highlight=False)
+        out.print("no correct candidate was found")
+    out.print(f"run folder: {outcome.run_dir}", soft_wrap=True, highlight=False)
 
 
 def _suite_table(results: list[tuple[Path, Any]]) -> Table:
@@ -211,31 +248,49 @@ def _suite_table(results: list[tuple[Path, Any]]) -> Table:
     return table
 
 
-def run_suite(problems: list[Path], options, quiet: bool) -> int:
+def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False,
+              json_out: bool = False) -> int:
+    """Each problem in its own run, with or without an LLM; Ctrl-C stops the suite."""
     from kernelwright.problem import ProblemError
     from kernelwright.search.drivers.session import RunError
 
-    results: list[tuple[Path, Any]] = []
+    done: list[tuple[Path, Any]] = []
     if options.run_dir:
         raise UsageError("--run-dir names one run; a suite puts its runs under --workspace")
+    if not problems:
+        raise UsageError("the suite holds no problem files")
     for path in problems:
         console.rule(str(path))
         try:
-            outcome = _run_one(dataclasses.replace(options, problem=str(path)), quiet)
-            report_outcome(outcome)
-            results.append((path, outcome))
+            outcome = _run_one(dataclasses.replace(options, problem=str(path)), quiet, no_model)
+            report_outcome(outcome, to_stdout=not json_out)
+            done.append((path, outcome))
         except (RunError, ProblemError) as exc:
             console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-            results.append((path, exc))
-    console.print(_suite_table(results))
-    codes = [1 if isinstance(o, Exception) else o.exit_code for _, o in results]
-    return 1 if 1 in codes else max(codes, default=0)
+            done.append((path, exc))
+            continue
+        if outcome.status == "interrupted":
+            break
+    (console if json_out else results).print(_suite_table(done))
+    if json_out:
+        typer.echo(json.dumps({"suite": [_suite_item(p, o) for p, o in done]}, indent=2))
+    codes = [exits.EXIT_FAILED if isinstance(o, Exception) else o.exit_code for _, o in done]
+    if exits.EXIT_INTERRUPTED in codes:
+        return exits.EXIT_INTERRUPTED
+    return exits.EXIT_FAILED if exits.EXIT_FAILED in codes else max(codes, default=0)
+
+
+def _suite_item(path: Path, outcome: Any) -> dict[str, Any]:
+    if isinstance(outcome, Exception):
+        return {"problem": str(path), "status": "error", "detail": str(outcome), "exit_code": exits.EXIT_FAILED}
+    return {"problem": str(path), **outcome.to_dict()}
 
 
 def optimize(
     problem: Optional[str] = typer.Argument(None, help="problem file, a folder of them, or a .txt list (a suite)"),
     llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for every agent, e.g. openai:gpt-5, "
-                                      "exchange (prompts as files in RUN_DIR/exchange), replay:CASSETTE.jsonl"),
+                                      "exchange (prompts as files in RUN_DIR/exchange), replay:CASSETTE.jsonl; "
+                                      "none given (no KW_LLM, no config default): the template autotuner runs"),
     llm_role: list[str] = typer.Option([], "--llm-role", help="ROLE=SPEC for one agent (planner, coder, "
                                        "repairer, analyst); repeatable"),
     backend: Optional[str] = typer.Option(None, "--backend", help="triton or cuda"),
@@ -243,7 +298,8 @@ def optimize(
     max_calls: Optional[int] = typer.Option(None, "--max-calls", help="LLM calls"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="LLM tokens (input + output)"),
     max_usd: Optional[float] = typer.Option(None, "--max-usd", help="LLM dollars"),
-    max_evals: Optional[int] = typer.Option(None, "--max-evals", help="judge evaluations"),
+    max_evals: Optional[int] = typer.Option(None, "--max-evals", help="judge evaluations (without an LLM: "
+                                            "template instances, default 16)"),
     max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="active wall time"),
     set_: list[str] = typer.Option([], "--set", help="name=value: a search setting, judge.FIELD, "
                                    "or a problem size constant; repeatable"),
@@ -254,49 +310,108 @@ def optimize(
     target: Optional[str] = typer.Option(None, "--target", help="the device candidates are judged on: a known GPU "
                                          "(h100, h200, a100, l4) or a device.json; default: this machine (local), "
                                          "the batch folder's device.json (batch)"),
-    config: Optional[str] = typer.Option(None, "--config", help="TOML with [llm], [optimize], [judge] tables"),
-    workspace: str = typer.Option("kw-runs", "--workspace", help="folder that holds run folders"),
+    config: Optional[str] = typer.Option(None, "--config", help="TOML file with \\[llm], \\[optimize] and "
+                                         "\\[judge] tables (default: $KW_CONFIG, else ./kernelwright.toml)"),
+    workspace: str = typer.Option("kw-runs", "--workspace", help="folder that holds run folders (git-ignored)"),
     skills: list[str] = typer.Option([], "--skills", help="extra skill folder; repeatable"),
     eval_workers: Optional[int] = typer.Option(None, "--eval-workers", help="judge processes at once (local); "
                                               "judge actors (ray; default one per GPU)"),
     rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
                                         "library or strict (see docs/judge.md)"),
     seed: int = typer.Option(0, "--seed", help="seed of the search's random choices"),
-    quiet: bool = typer.Option(False, "--quiet", help="no live progress panel"),
+    quiet: bool = typer.Option(False, "--quiet", help="no live progress (panel or lines on stderr)"),
+    json_out: bool = typer.Option(False, "--json", help="print the result as JSON on stdout"),
 ) -> None:
-    """Search for a faster, verified ModelNew with LLM agents; resumable at any point."""
-    from kernelwright.problem import ProblemError
-    from kernelwright.search.drivers.loop import ReplayDiverged
-    from kernelwright.search.drivers.session import RunError
+    """Search for a faster, verified ModelNew with LLM agents (no LLM: tune built-in Triton templates).
 
+    Ctrl-C, SIGTERM or kill -9 lose nothing: continue with --resume RUN_DIR.
+    """
     if not problem and not resume:
         console.print("[red]name a problem file (or a suite), or --resume RUN_DIR[/]")
-        raise typer.Exit(2)
-    if resume and (problem or strategy or backend or set_ or skills or run_dir or rules):
+        raise typer.Exit(exits.EXIT_USAGE)
+    limits = {"max_calls": max_calls, "max_tokens": max_tokens, "max_usd": max_usd, "max_evals": max_evals,
+              "max_minutes": max_minutes}
+    with exits.sigterm_interrupts():
+        try:
+            code = _optimize(problem, resume, dict(
+                problem=problem, resume=resume, llm=llm, llm_roles=llm_role, backend=backend, strategy=strategy,
+                limits=limits, sets=set_, run_dir=run_dir, eval_mode=eval_mode, config_file=config,
+                workspace=workspace, skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules,
+                target=target), quiet, json_out)
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted before the run started[/]: nothing was stored")
+            code = exits.EXIT_INTERRUPTED
+    raise typer.Exit(code)
+
+
+def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], quiet: bool, json_out: bool) -> int:
+    """The command's work; returns the exit code (errors are printed here)."""
+    from kernelwright.problem import ProblemError
+    from kernelwright.search.drivers.loop import ReplayDiverged
+    from kernelwright.search.drivers.session import RunError, stored_mode
+
+    try:
+        options = build_options(**flags)
+        if resume:
+            _warn_fixed_on_resume(flags)
+            no_model = stored_mode(resume) == "autotune"
+            if no_model and (flags["llm"] or flags["llm_roles"]):
+                raise UsageError(f"{resume} was made without an LLM and resumes as it started; "
+                                 "start a new run to use --llm")
+            _check_resumed_environment(resume, flags["eval_mode"])
+            outcome = _run_one(options, quiet)
+        else:
+            target = Path(problem)
+            if not target.exists():
+                raise UsageError(f"{problem}: file not found")
+            suite = suite_problems(target)
+            no_model = not llm_configured(options)
+            if no_model:
+                search_sets = split_sets(_pairs(flags["sets"], "--set"))[0]
+                reasons = no_llm.refused_flags(backend=flags["backend"], strategy=flags["strategy"],
+                                               limits=flags["limits"], search_sets=search_sets,
+                                               eval_mode=flags["eval_mode"], skills=flags["skill_dirs"])
+                if reasons:
+                    raise UsageError(no_llm.refusal_message(reasons))
+            check_environment(options.backend, options.eval_mode, options.judge.device)
+            if no_model:
+                announce_without_llm()
+            if suite is not None:
+                return run_suite(suite, options, quiet, no_model, json_out)
+            outcome = _run_one(options, quiet, no_model)
+    except (UsageError, ConfigError, ProblemError, RunError) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        return exits.EXIT_USAGE
+    except (ReplayDiverged, EnvironmentMissing) as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        return exits.EXIT_FAILED
+    report_outcome(outcome, to_stdout=not json_out)
+    if json_out:
+        typer.echo(json.dumps(outcome.to_dict(), indent=2))
+    if outcome.status == "interrupted":
+        exits.exit_now(outcome.exit_code)
+    return outcome.exit_code
+
+
+def _warn_fixed_on_resume(flags: dict[str, Any]) -> None:
+    if flags["problem"] or flags["strategy"] or flags["backend"] or flags["sets"] or flags["skill_dirs"] \
+            or flags["run_dir"] or flags["rules"]:
         console.print("[yellow]a resumed run keeps the problem and settings it started with; only budgets, "
                       "--llm/--llm-role, --eval, --target and --config apply[/]")
+
+
+def _check_resumed_environment(run_dir: str, eval_mode: str | None) -> None:
+    """The stored backend must be judgeable here too (unless this session judges elsewhere)."""
+    from kernelwright.store import RunStore, StoreError
+
     try:
-        options = build_options(
-            problem=problem, resume=resume, llm=llm, llm_roles=llm_role, backend=backend, strategy=strategy,
-            limits={"max_calls": max_calls, "max_tokens": max_tokens, "max_usd": max_usd,
-                    "max_evals": max_evals, "max_minutes": max_minutes},
-            sets=set_, run_dir=run_dir, eval_mode=eval_mode, config_file=config, workspace=workspace,
-            skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules, target=target)
-        if not resume:
-            suite = suite_problems(Path(problem))
-            if suite is not None:
-                raise typer.Exit(run_suite(suite, options, quiet))
-            if not llm_configured(options):
-                raise typer.Exit(run_without_llm(options))
-        outcome = _run_one(options, quiet)
-    except (UsageError, ConfigError) as exc:
-        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
-    except (RunError, ProblemError, ReplayDiverged) as exc:
-        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(1) from None
-    report_outcome(outcome)
-    raise typer.Exit(outcome.exit_code)
+        with RunStore.in_dir(run_dir, create=False) as store:
+            settings = store.run().get("settings") or {}
+    except StoreError:
+        return  # the session says what is wrong with the folder
+    backend = (settings.get("problem") or {}).get("backend", "triton")
+    mode = eval_mode or settings.get("eval", "local")
+    check_environment(backend, mode, (settings.get("judge") or {}).get("device", "auto"))
 
 
 def register(app: typer.Typer) -> None:

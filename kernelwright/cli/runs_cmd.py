@@ -1,9 +1,16 @@
 """`kernelwright runs list|show|rejudge`: what runs exist, what one of them did, and its candidates
-judged again under another rule set."""
+judged again under another rule set.
+
+Tables go to stdout; `--json` prints the same as JSON (stdout), warnings go to stderr. A run stored
+as `running` whose process is gone (its run lock is free: killed, crashed) is shown as
+`interrupted`, with the command that resumes it. Exit codes: 0; 2 for a run that does not exist or
+bad input; 75 when a batch rejudge waits for verdicts.
+"""
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -12,6 +19,10 @@ from rich.markup import escape
 runs_app = typer.Typer(help="List runs and show one run's search tree, spend and best candidate.",
                        no_args_is_help=True)
 console = Console()
+errors = Console(stderr=True)
+EXIT_USAGE = 2
+EXIT_PAUSED = 75  # the same codes as every command (cli/exits.py)
+RESUMABLE = ("interrupted", "paused", "failed")
 
 
 def find_databases(folder: Path) -> list[Path]:
@@ -41,8 +52,27 @@ def open_run(target: str, folder: str):
     raise StoreError(f"no run {target!r}: give a run folder, its run.sqlite, or a run id under {folder}")
 
 
+def with_shown_status(run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The run with the status a person should see (a dead `running` run is `interrupted`)."""
+    from kernelwright.store import shown_status
+
+    status = shown_status(run["status"], run_dir)
+    if status == run["status"]:
+        return run
+    return {**run, "status": status, "status_detail": "the process stopped without saying (kill -9, a crash)"}
+
+
+def run_json(run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A run as `--json` prints it: no problem source, the resume command when there is one."""
+    data = {k: v for k, v in run.items() if k != "problem_source"}
+    data["run_dir"] = str(run_dir)
+    data["resume"] = f"kernelwright optimize --resume {run_dir}" if run["status"] in RESUMABLE else None
+    return data
+
+
 @runs_app.command("list")
-def list_runs(folder: str = typer.Option("kw-runs", "--dir", help="workspace folder holding run folders")) -> None:
+def list_runs(folder: str = typer.Option("kw-runs", "--dir", help="workspace folder holding run folders"),
+              json_out: bool = typer.Option(False, "--json", help="print the runs as JSON")) -> None:
     """Every run under the workspace folder, newest last."""
     from kernelwright.report.tables import runs_table
     from kernelwright.store import RunStore, StoreError
@@ -51,13 +81,16 @@ def list_runs(folder: str = typer.Option("kw-runs", "--dir", help="workspace fol
     for db in find_databases(Path(folder)):
         try:
             with RunStore(db, create=False) as store:
-                rows += [(db.parent, run) for run in store.runs()]
+                rows += [(db.parent, with_shown_status(run, db.parent)) for run in store.runs()]
         except (StoreError, Exception) as exc:  # a broken file must not hide the others
-            console.print(f"[yellow]skipped {db}: {escape(str(exc))}[/]", soft_wrap=True)
+            errors.print(f"[yellow]skipped {db}: {escape(str(exc))}[/]", soft_wrap=True)
+    rows.sort(key=lambda item: item[1]["created"])
+    if json_out:
+        typer.echo(json.dumps([run_json(run, folder_) for folder_, run in rows], indent=2))
+        return
     if not rows:
         console.print(f"no runs under {folder}")
         return
-    rows.sort(key=lambda item: item[1]["created"])
     console.print(runs_table(rows))
 
 
@@ -68,6 +101,7 @@ def show_run(
     candidate: Optional[str] = typer.Option(None, "--candidate", help="print this candidate's code and verdict"),
     ask: Optional[str] = typer.Option(None, "--ask", help="print this stored ask (e.g. a7): a prompt as the model "
                                       "read it, or an evaluation; `--ask list` lists them"),
+    json_out: bool = typer.Option(False, "--json", help="print the run (or the candidate) as JSON"),
 ) -> None:
     """One run: settings, status, spend, the search tree, and where the best candidate is."""
     from kernelwright.report.tables import candidate_tree, rules_table, run_summary
@@ -76,11 +110,15 @@ def show_run(
     try:
         store, info = open_run(run, folder)
     except StoreError as exc:
-        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(1) from None
+        errors.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
     with store:
+        info = with_shown_status(info, store.path.parent)
         if candidate:
-            _show_candidate(store, info["id"], candidate)
+            _show_candidate(store, info["id"], candidate, json_out)
+            return
+        if json_out:
+            typer.echo(json.dumps(_run_record(store, info), indent=2))
             return
         if ask:
             from .ask_view import show_ask
@@ -98,12 +136,15 @@ def show_run(
         waiting = [a for a in asks if a["result"] is None]
         console.print(f"{len(calls)} LLM calls stored ({failed} failed); {len(asks)} asks in the replay log, "
                       f"{len(failed_asks)} failed, {len(waiting)} without an answer")
-        for ask in failed_asks[:5]:
-            message = escape(f"{ask['result'].get('kind')}: {ask['result'].get('message', '')[:160]}")
-            console.print(f"  [red]{ask['id']} ({ask['agent'] or ask['kind']}): {message}[/]")
+        for failed_ask in failed_asks[:5]:
+            result = failed_ask["result"]
+            message = escape(f"{result.get('kind')}: {result.get('message', '')[:160]}")
+            console.print(f"  [red]{failed_ask['id']} ({failed_ask['agent'] or failed_ask['kind']}): {message}[/]")
         best = store.path.parent / "best_model_new.py"
         if best.is_file():
             console.print(f"best candidate file: {best}")
+        if info["status"] in RESUMABLE:
+            console.print(f"continue with: kernelwright optimize --resume {store.path.parent}", soft_wrap=True)
 
 
 @runs_app.command("rejudge")
@@ -134,29 +175,47 @@ def rejudge_run(
                           log=lambda line: console.print(escape(line)))
     except UnknownRuleSet as exc:
         console.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except (StoreError, RunError) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_USAGE) from None
     for cid, why in sorted(outcome.skipped.items()):
         console.print(f"[dim]skipped {cid}: {escape(why)}[/]", soft_wrap=True)
     if outcome.pending:
         console.print(f"[yellow]{len(outcome.pending)} request(s) wait in {outcome.folder}[/]: run `kernelwright "
                       f"judge --batch {outcome.folder}` where the GPU is, then this command again", soft_wrap=True)
-        raise typer.Exit(75)
+        raise typer.Exit(EXIT_PAUSED)
     from kernelwright.store import RunStore
 
     with RunStore(store.path, create=False) as again:
         console.print(rules_table(again.verdict_rows(info["id"])))
 
 
-def _show_candidate(store, run_id: str, candidate_id: str) -> None:
+def _run_record(store, info: dict[str, Any]) -> dict[str, Any]:
+    run_id = info["id"]
+    asks = store.asks(run_id)
+    best = store.path.parent / "best_model_new.py"
+    candidates = [{k: row.get(k) for k in ("id", "parent_id", "search_parent", "action", "status", "plan",
+                                            "approach_key", "speedup", "value", "visits", "depth", "reason")}
+                  for row in store.candidates(run_id)]
+    return {**run_json(info, store.path.parent), "candidates": candidates,
+            "asks": {"total": len(asks), "failed": sum(1 for a in asks if (a["result"] or {}).get("type") == "failure"),
+                     "unanswered": sum(1 for a in asks if a["result"] is None)},
+            "llm_calls": len(store.llm_calls(run_id)),
+            "best_file": str(best) if best.is_file() else None}
+
+
+def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = False) -> None:
     from rich.syntax import Syntax
 
     row = store.candidate(run_id, candidate_id)
     if row is None:
-        console.print(f"[red]run {run_id} has no candidate {candidate_id}[/]")
-        raise typer.Exit(1)
+        errors.print(f"[red]run {run_id} has no candidate {candidate_id}[/]")
+        raise typer.Exit(EXIT_USAGE)
+    if json_out:
+        record = {k: v for k, v in row.items() if k != "node"}
+        typer.echo(json.dumps({**record, "verdict": store.verdict(run_id, candidate_id)}, indent=2))
+        return
     console.print(f"[bold]{row['id']}[/] {row['action']} of {row['parent_id']}: {row['status']}")
     if row.get("plan"):
         console.print(row["plan"])

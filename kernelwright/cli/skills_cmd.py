@@ -1,7 +1,6 @@
 """`kernelwright skills ...`: browse the skill library and review candidate skills from runs."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -9,9 +8,12 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-DEFAULT_USER_DIR = Path(os.environ.get("KERNELWRIGHT_SKILLS", "~/.kernelwright/skills")).expanduser()
+from kernelwright import envvars
 
-skills_app = typer.Typer(help="The skill library: list, search, show and review skills.", no_args_is_help=True)
+DEFAULT_USER_DIR = Path(envvars.get("KW_SKILLS") or "~/.kernelwright/skills").expanduser()
+
+skills_app = typer.Typer(help="The skill library: list (ranked by a query), show, candidates and review.",
+                         no_args_is_help=True)
 console = Console()
 
 UserDir = typer.Option(DEFAULT_USER_DIR, "--user-dir", help="Folder of user and candidate skills.")

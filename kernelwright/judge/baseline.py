@@ -18,6 +18,16 @@ work is timed forward + backward (judge/grad.py), as its candidates are.
 
 Sizes: pass the problem's effective overrides (`Problem.overrides` after any shrink); the
 subprocess loads the problem with exactly those and never shrinks on its own.
+
+Noise: a baseline multiplies into every speedup of its problem, so one disturbed measurement must
+not be cached. The subprocess times the reference in repeats (each a full `timing.measure`) until
+two of them are *tight* (inter-quartile range at most NOISY_IQR_SHARE of the median) and *agree*
+(medians within REPEAT_AGREEMENT of each other); the lower of those two is the baseline. After
+MAX_REPEATS repeats without such a pair the fastest repeat is kept and marked noisy: the cache
+file, `Baselines.measured[kind]["steady"] = False` and a `baseline_noisy` flag on every verdict
+that uses it say so. `get_baselines(..., force=True)` (`kernelwright baseline --force`) measures
+again and replaces the cached file. `Baselines.measured[kind]` records which measurement a
+speedup was computed from: cache file, key digest, when it was measured, every repeat.
 """
 from __future__ import annotations
 
@@ -26,6 +36,7 @@ import ast
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import subprocess
@@ -38,9 +49,18 @@ from pathlib import Path
 from typing import Any
 
 from .config import JudgeConfig
-from .verdict import Baselines, TimingStats
+from .verdict import WARN, Baselines, Flag, TimingStats
 
 KINDS = ("eager", "compile_default", "compile_max_autotune")
+# the repeat rule (module docstring); PROTOCOL is part of the cache key, so baselines cached under
+# an older rule are measured again
+NOISY_IQR_SHARE = 0.20
+REPEAT_AGREEMENT = 0.10
+MAX_REPEATS = 4
+REPEAT_PAUSE_S = 0.2  # between repeats that have not agreed yet: a short disturbance can pass
+PROTOCOL = "repeats-v1"
+RULE = (f"two repeats with IQR <= {NOISY_IQR_SHARE:.0%} of the median whose medians agree within "
+        f"{REPEAT_AGREEMENT:.0%}; at most {MAX_REPEATS} repeats")
 _COMPILE_MODE = {"compile_default": None, "compile_max_autotune": "max-autotune"}
 _TIMING_FIELDS = ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2", "cuda_graph")
 
@@ -69,6 +89,7 @@ def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config
         "seed": config.seed,
         "allow_tf32": config.allow_tf32,
         "timing": {name: getattr(config, name) for name in _TIMING_FIELDS},
+        "protocol": PROTOCOL,
     }
     if kind != "eager":
         key["triton"] = _triton_version()
@@ -113,9 +134,11 @@ def wanted_kinds(config: JudgeConfig, device: str, allow_cpu_compile: bool,
 
 
 def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | None, config: JudgeConfig,
-                  device: str, allow_cpu_compile: bool = False, device_label: str | None = None) -> Baselines:
+                  device: str, allow_cpu_compile: bool = False, device_label: str | None = None,
+                  force: bool = False) -> Baselines:
     """Baseline timings for the problem at these sizes on `device`; failures go to `.errors`.
-    Called only by processes that run no candidate code (the judge's supervisor, the CLI)."""
+    `force` measures again even when a cached measurement exists (and replaces it). Called only by
+    processes that run no candidate code (the judge's supervisor, the CLI)."""
     from ..problem.reference import scan_source
 
     overrides = dict(overrides or {})
@@ -128,27 +151,44 @@ def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | N
     for kind in kinds:
         key = cache_key(problem_path, overrides, config, device, kind, device_label)
         path = cache_file(problem_path, key, config)
-        stats = _read_cached(path, key)
-        if stats is None:
+        record = None if force else _read_cached(path, key)
+        if record is None:
             # one process measures, the others (candidates of the same problem judged at the same
             # time) wait for its result instead of measuring the same baseline again
             with _cache_lock(path):
-                stats = _read_cached(path, key)
-                if stats is None:
-                    stats, error = _run_subprocess(problem_path, overrides, config, device, kind)
+                record = None if force else _read_cached(path, key)
+                if record is None:
+                    measured, error = _run_subprocess(problem_path, overrides, config, device, kind)
                     if error:
                         result.errors[kind] = error
                         hits.append(False)
                         continue
-                    _write_cached(path, key, stats)
-                    hits.append(False)
-                else:
-                    hits.append(True)
-        else:
-            hits.append(True)
-        setattr(result, kind, stats)
+                    record = _write_cached(path, key, measured)
+                    record["from_cache"] = False
+        hits.append(record["from_cache"])
+        setattr(result, kind, TimingStats(**record["timing"]))
+        result.measured[kind] = provenance(path, key, record)
     result.cached = bool(hits) and all(hits)
     return result
+
+
+def provenance(path: Path, key: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Which measurement a speedup is computed from (stored in `Baselines.measured[kind]`)."""
+    return {"cache_file": path.name, "key_sha256": _key_digest(key), "measured_at": record.get("written"),
+            "from_cache": record.get("from_cache", False), "steady": record.get("steady", True),
+            "repeats": record.get("repeats", []), "rule": record.get("rule", "")}
+
+
+def noise_flags(baselines: Baselines | None) -> list[Flag]:
+    """A `baseline_noisy` warning for each baseline whose repeats never agreed."""
+    flags = []
+    for kind, info in ((baselines.measured if baselines else None) or {}).items():
+        if not info.get("steady", True):
+            medians = ", ".join(f"{r[0]:.4g}" for r in info.get("repeats", []))
+            flags.append(Flag("baseline_noisy", WARN, f"the {kind} baseline stayed noisy over "
+                              f"{len(info.get('repeats', []))} repeats (medians {medians} ms); speedups against "
+                              "it are unreliable: re-measure with `kernelwright baseline --force` on a quiet machine"))
+    return flags
 
 
 @contextlib.contextmanager
@@ -177,22 +217,32 @@ def speedups(timing: TimingStats, baselines: Baselines | None) -> dict[str, floa
 # ---------------------------------------------------------------- cache files
 
 
-def _read_cached(path: Path, key: dict[str, Any]) -> TimingStats | None:
+def _key_digest(key: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def _read_cached(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The cached record ({"timing", "repeats", "steady", "written", ...}) or None."""
     try:
         data = json.loads(path.read_text())
         if data.get("key") != key:
             return None
-        return TimingStats(**data["timing"])
+        TimingStats(**data["timing"])  # a readable record, or a miss
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    data["from_cache"] = True
+    return data
 
 
-def _write_cached(path: Path, key: dict[str, Any], stats: TimingStats) -> None:
+def _write_cached(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    record = {"key": key, "timing": asdict(stats), "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    record = {"key": key, "timing": measured["timing"], "repeats": measured.get("repeats", []),
+              "steady": measured.get("steady", True), "rule": RULE,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(path)
+    return dict(record)
 
 
 # ---------------------------------------------------------------- the subprocess
@@ -203,7 +253,7 @@ def _package_root() -> str:
 
 
 def _run_subprocess(problem_path, overrides, config: JudgeConfig, device: str, kind: str):
-    """(TimingStats, None) or (None, error paragraph)."""
+    """({"timing", "repeats", "steady"}, None) or (None, error paragraph)."""
     timeout = config.timeout_s + (config.compile_timeout_s if kind != "eager" else 0)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH", "")) if p)
@@ -224,12 +274,13 @@ def _run_subprocess(problem_path, overrides, config: JudgeConfig, device: str, k
             return None, f"{kind} baseline process exited with code {done.returncode}: {tail}"
     if "error" in data:
         return None, data["error"]
-    return TimingStats(**data["timing"]), None
+    return data, None
 
 
 def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeConfig, device: str,
-                  kind: str) -> TimingStats:
-    """Run inside the subprocess: build the reference, optionally compile it, and time it."""
+                  kind: str) -> dict[str, Any]:
+    """Run inside the subprocess: build the reference, optionally compile it, and time it in
+    repeats (`steady_measure`). Returns {"timing", "repeats", "steady"}."""
     import torch
 
     from kernelwright.problem import load_problem
@@ -258,11 +309,49 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
     if runner is not None:  # the backward pass is part of the work: time forward + backward
         call = runner.timed_call(model, inputs, config.seed)
     call()  # compiles (torch.compile) before the device is held: other workers may use it meanwhile
-    with lock_for(device, config.cache_dir).exclusive():  # no other process's kernels in the timing
-        stats, _ = measure(call, config, device)
+    lock = lock_for(device, config.cache_dir)
+
+    def repeat() -> TimingStats:
+        with lock.exclusive():  # no other process's kernels in the timing; released between repeats
+            return measure(call, config, device)[0]
+
+    stats, repeats, steady = steady_measure(repeat)
     notes = [stats.note] + ([f"torch.compile({_COMPILE_MODE[kind] or 'default'})"] if kind != "eager" else [])
     stats.note = "; ".join(filter(None, notes + (["forward + backward"] if runner is not None else [])))
-    return stats
+    return {"timing": asdict(stats), "repeats": repeats, "steady": steady}
+
+
+def _tight(stats: TimingStats) -> bool:
+    return stats.median_ms > 0 and stats.iqr_ms <= NOISY_IQR_SHARE * stats.median_ms
+
+
+def steady_pick(repeats: list[TimingStats]) -> TimingStats | None:
+    """The lower of the two closest tight repeats when their medians agree (the rule above)."""
+    tight = sorted((r for r in repeats if _tight(r)), key=lambda r: r.median_ms)
+    for low, high in itertools.pairwise(tight):
+        if high.median_ms - low.median_ms <= REPEAT_AGREEMENT * low.median_ms:
+            return low
+    return None
+
+
+def steady_measure(measure_once, sleep=time.sleep) -> tuple[TimingStats, list[list[float]], bool]:
+    """(baseline, [[median, iqr, n] per repeat], steady) by the repeat rule."""
+    repeats: list[TimingStats] = []
+    for index in range(MAX_REPEATS):
+        if index >= 2:
+            sleep(REPEAT_PAUSE_S)
+        repeats.append(measure_once())
+        picked = steady_pick(repeats) if len(repeats) >= 2 else None
+        if picked is not None:
+            return picked, _summary(repeats), True
+    fastest = min(repeats, key=lambda r: r.median_ms)
+    medians = ", ".join(f"{r.median_ms:.4g}" for r in repeats)
+    fastest.note = (fastest.note + "; " if fastest.note else "") + f"noisy: {len(repeats)} repeats never agreed ({medians} ms)"
+    return fastest, _summary(repeats), False
+
+
+def _summary(repeats: list[TimingStats]) -> list[list[float]]:
+    return [[r.median_ms, r.iqr_ms, r.n] for r in repeats]
 
 
 def _install_build_cache(config: JudgeConfig) -> None:
@@ -288,8 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()
     try:
         config = JudgeConfig.from_dict(json.loads(args.config))
-        stats = time_baseline(args.problem, ast.literal_eval(args.overrides), config, args.device, args.kind)
-        record: dict[str, Any] = {"timing": asdict(stats)}
+        record: dict[str, Any] = time_baseline(args.problem, ast.literal_eval(args.overrides), config,
+                                               args.device, args.kind)
     except Exception as exc:  # the parent reports it as Baselines.errors[kind]
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         record = {"error": f"{args.kind} baseline failed: {type(exc).__name__}: {exc}\n" + "".join(lines)[-1500:]}

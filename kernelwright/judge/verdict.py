@@ -105,6 +105,8 @@ class Baselines:
     errors: dict[str, str] = field(default_factory=dict)
     eager_label: str = "eager PyTorch"  # what "eager" times: the reference as written ("reference kernel (Triton)")
     work: str = "forward"  # or "forward+backward" (problems whose backward pass is part of the work)
+    # per kind: which measurement the speedups use (cache file, key digest, when, repeats, steady)
+    measured: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

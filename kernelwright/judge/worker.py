@@ -657,6 +657,8 @@ def baselines_and_floor(s: Session) -> None:
         with s.timer("baselines"):
             try:
                 s.verdict.baselines = get_baselines(s, baseline)
+                for flag in baseline.noise_flags(s.verdict.baselines):
+                    s.flag(flag)
             except Exception as exc:  # noqa: BLE001 - the candidate's verdict stands without them
                 s.flag(Flag("baseline_unavailable", INFO, f"baselines failed: {type(exc).__name__}: {exc}"))
     s.verdict.speedup = speedups(s.verdict)

@@ -1,24 +1,26 @@
 """LLM settings: a TOML file for what may be shared (specs, prices, limits), environment variables
 for what may not (keys). Keys are SecretStr fields excluded from every dump.
 
-The TOML may be a dedicated file or the `[llm]` table of a larger kernelwright config; see
-docs/providers.md for a complete example.
+The TOML is the `[llm]` table of the kernelwright config file (kernelwright.configfile: --config,
+else $KW_CONFIG, else ./kernelwright.toml), or an LLM-only file; see docs/providers.md for a
+complete example.
 """
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from kernelwright import configfile, envvars
+
 from .errors import ConfigError
 
-ENV_DEFAULT_SPEC = "KERNELWRIGHT_LLM"
-ENV_CONFIG_PATH = "KERNELWRIGHT_LLM_CONFIG"
-ENV_ROLE_PREFIX = "KERNELWRIGHT_LLM_ROLE_"
-DEFAULT_CONFIG_FILE = "kernelwright.toml"
+ENV_DEFAULT_SPEC = "KW_LLM"  # KERNELWRIGHT_LLM still read, with a deprecation note
+ENV_CONFIG_PATH = "KW_CONFIG"  # KERNELWRIGHT_LLM_CONFIG still read
+ENV_ROLE_PREFIX = "KW_LLM_ROLE_"  # KERNELWRIGHT_LLM_ROLE_* still read
+DEFAULT_CONFIG_FILE = configfile.DEFAULT_NAME
 
 
 class _Strict(BaseModel):
@@ -78,12 +80,10 @@ class LLMConfig(_Strict):
 
     @classmethod
     def load(cls, path: str | Path | None = None, env: Mapping[str, str] | None = None) -> "LLMConfig":
-        """TOML (explicit path, else $KERNELWRIGHT_LLM_CONFIG, else ./kernelwright.toml if present)
-        overlaid with environment variables."""
+        """TOML (explicit path, else $KW_CONFIG, else ./kernelwright.toml if present) overlaid
+        with environment variables."""
         env = os.environ if env is None else env
-        path = path or env.get(ENV_CONFIG_PATH)
-        if path is None and Path(DEFAULT_CONFIG_FILE).is_file():
-            path = DEFAULT_CONFIG_FILE
+        path = configfile.find(path, env)
         data = _read_toml(Path(path)) if path else {}
         data = _apply_env(data, env)
         try:
@@ -133,12 +133,9 @@ def _secret(value: str | None) -> SecretStr | None:
 
 def _read_toml(path: Path) -> dict:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"LLM config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"LLM config file {path} is not valid TOML: {exc}") from None
-    data = data.get("llm", data)  # whole kernelwright config, or a file holding only the llm part
+        data = configfile.read(path).get("llm", {})  # [llm] of the config, or an LLM-only file
+    except configfile.ConfigFileError as exc:
+        raise ConfigError(str(exc)) from None
     for key in ("openai_api_key", "anthropic_api_key", "endpoint_api_keys"):
         if key in data:
             raise ConfigError(f"{path}: {key} may not be set in a file; keys come only from "
@@ -149,12 +146,12 @@ def _read_toml(path: Path) -> dict:
 
 def _apply_env(data: dict, env: Mapping[str, str]) -> dict:
     data = dict(data)
-    if env.get(ENV_DEFAULT_SPEC):
-        data["default"] = env[ENV_DEFAULT_SPEC]
+    default = envvars.get(ENV_DEFAULT_SPEC, env)
+    if default:
+        data["default"] = default
     roles = dict(data.get("roles") or {})
-    for name, value in env.items():
-        if name.startswith(ENV_ROLE_PREFIX) and value:
-            roles[name[len(ENV_ROLE_PREFIX):].lower()] = value
+    for role, value in envvars.with_prefix(ENV_ROLE_PREFIX, env).items():
+        roles[role.lower()] = value
     if roles:
         data["roles"] = roles
     return data

@@ -74,7 +74,7 @@ class Router:
         spec = self.role_specs.get(role, self.default_spec)
         if not spec:
             raise ConfigError(f"no LLM is configured for agent role {role!r}: pass --llm SPEC, "
-                              "set KERNELWRIGHT_LLM, or set default / [llm.roles] in the config")
+                              "set KW_LLM, or set default / [llm.roles] in the config")
         return spec
 
     def provider_for(self, role: str) -> Provider:

@@ -1,6 +1,6 @@
 """Optional embedding encoder for skill ranking, used only when a model is already on disk.
 
-We never download: the model comes from KERNELWRIGHT_EMBEDDING_MODEL (a local path or a model id
+We never download: the model comes from KW_EMBEDDING_MODEL (a local path or a model id
 present in the Hugging Face cache) or the small default model if cached. Anything missing or broken
 means None, and retrieval stays on BM25 without a word, as the issue asks.
 """
@@ -11,19 +11,21 @@ import math
 import os
 from typing import Callable, Sequence
 
+from kernelwright import envvars
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_ENV = "KERNELWRIGHT_EMBEDDING_MODEL"
-DISABLE_ENV = "KERNELWRIGHT_NO_EMBEDDINGS"
+MODEL_ENV = "KW_EMBEDDING_MODEL"
+DISABLE_ENV = "KW_NO_EMBEDDINGS"
 
 
 def local_encoder() -> Callable[[list[str]], Sequence[Sequence[float]]] | None:
-    if os.environ.get(DISABLE_ENV) or importlib.util.find_spec("sentence_transformers") is None:
+    if envvars.get(DISABLE_ENV) or importlib.util.find_spec("sentence_transformers") is None:
         return None
     try:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach the network
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(os.environ.get(MODEL_ENV, DEFAULT_MODEL), local_files_only=True)
+        model = SentenceTransformer(envvars.get(MODEL_ENV) or DEFAULT_MODEL, local_files_only=True)
     except Exception:  # no model cached, an old library, a broken install: BM25 it is
         return None
     return lambda texts: model.encode(list(texts), normalize_embeddings=True).tolist()

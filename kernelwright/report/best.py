@@ -99,10 +99,23 @@ def _speed_lines(verdict: dict[str, Any]) -> list[str]:
         if name in speedup:
             lines.append(f"speedup:   {fmt_speedup(speedup[name])} vs {label} "
                          f"({_fmt_ms(timing.get('median_ms'))} vs {_fmt_ms(_median(baselines.get(name)))})")
+            lines += _baseline_source(name, baselines)
         elif name != "compile_max_autotune":
             why = (baselines.get("errors") or {}).get(name, "not measured")
             lines.append(f"speedup:   vs {label}: n/a ({why})")
     return lines
+
+
+def _baseline_source(name: str, baselines: dict[str, Any]) -> list[str]:
+    """Which baseline measurement a speedup used: its spread, when, the repeats, the cache file."""
+    stats = baselines.get(name) or {}
+    info = (baselines.get("measured") or {}).get(name)
+    if not info:
+        return []
+    state = "steady" if info.get("steady", True) else "NOISY (repeats never agreed; re-measure)"
+    return [f"baseline:  {name} median {_fmt_ms(stats.get('median_ms'))}, IQR {_fmt_ms(stats.get('iqr_ms'))}, "
+            f"n={stats.get('n')}, {len(info.get('repeats') or [])} repeats, {state}; measured "
+            f"{info.get('measured_at')}, cache {info.get('cache_file')} (key {str(info.get('key_sha256'))[:12]})"]
 
 
 def _device(verdict: dict[str, Any]) -> str:
@@ -139,5 +152,7 @@ def write_best(store, run_id: str, path: str | Path, candidate_id: str | None = 
     verdict = store.verdict(run_id, candidate_id)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(header(evidence_lines(run, candidate, verdict)) + candidate["code"])
+    tmp = path.with_name(f".{path.name}.tmp")  # written whole, then renamed: a kill never leaves half a file
+    tmp.write_text(header(evidence_lines(run, candidate, verdict)) + candidate["code"])
+    tmp.replace(path)
     return path

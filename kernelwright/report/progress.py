@@ -23,12 +23,33 @@ def progress_panel(snapshot: dict[str, Any], title: str = "kernelwright optimize
     table.add_row("best", f"{fmt_speedup(best)} ({snapshot.get('best_id')})" if best is not None else "none yet")
     table.add_row("tree", f"{snapshot.get('candidates', 0)} candidates, {max(0, snapshot.get('passing', 0))} correct, "
                           f"{snapshot.get('active_jobs', 0)} expansions in flight")
-    table.add_row("LLM", f"{_limit(spend.get('calls', 0), limits.get('max_calls'))} calls, "
-                         f"{_limit(spend.get('tokens', 0), limits.get('max_tokens'), '{:,}')} tokens, "
-                         f"{_limit(spend.get('usd', 0.0), limits.get('max_usd'), '${:.2f}')}")
+    if snapshot.get("mode") == "autotune":
+        table.add_row("LLM", "none (template autotuner)")
+    else:
+        table.add_row("LLM", f"{_limit(spend.get('calls', 0), limits.get('max_calls'))} calls, "
+                             f"{_limit(spend.get('tokens', 0), limits.get('max_tokens'), '{:,}')} tokens, "
+                             f"{_limit(spend.get('usd', 0.0), limits.get('max_usd'), '${:.2f}')}")
     minutes = spend.get("elapsed_s", 0.0) / 60
-    table.add_row("judge", f"{_limit(spend.get('evals', 0), limits.get('max_evals'))} evaluations")
+    stored = f" ({snapshot['stored_before']} stored before this session)" if snapshot.get("stored_before") else ""
+    table.add_row("judge", f"{_limit(spend.get('evals', 0), limits.get('max_evals'))} evaluations{stored}")
     table.add_row("time", _limit(minutes, limits.get("max_minutes"), "{:.1f}") + " min")
     if snapshot.get("stop_reason"):
         table.add_row("stop", str(snapshot["stop_reason"]))
     return Panel(table, title=title, expand=False)
+
+
+def progress_line(snapshot: dict[str, Any]) -> str:
+    """One line of progress for a log or a pipe (the panel is for terminals)."""
+    spend, limits = snapshot.get("spend") or {}, snapshot.get("limits") or {}
+    seconds = int(spend.get("elapsed_s", 0.0))
+    best = snapshot.get("best_speedup")
+    best_text = f"best {snapshot.get('best_id')} {fmt_speedup(best)}" if best is not None else (
+        f"best {snapshot['best_id']}" if snapshot.get("best_id") else "no correct candidate yet")
+    evals = _limit(spend.get("evals", 0), limits.get("max_evals"))
+    if snapshot.get("mode") == "autotune":
+        stored = f", {snapshot['stored_before']} from the store" if snapshot.get("stored_before") else ""
+        what = f"{snapshot.get('candidates', 0)} instances ({evals} judged{stored}), {snapshot.get('passing', 0)} correct"
+    else:
+        what = (f"{snapshot.get('candidates', 0)} candidates, {max(0, snapshot.get('passing', 0))} correct, "
+                f"{spend.get('calls', 0)} LLM calls, {evals} evaluations")
+    return f"[{seconds // 60}:{seconds % 60:02d}] {what}; {best_text}"

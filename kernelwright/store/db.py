@@ -187,6 +187,8 @@ class RunStore:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One transaction, committed on exit (or rolled back on an exception)."""
+        if self.conn.in_transaction:  # left open by a Ctrl-C between BEGIN and the try below
+            self.conn.execute("ROLLBACK")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn

@@ -100,9 +100,11 @@ def optimize_without_llm(
     seed: int = 0,
     limits: DeviceLimits | None = None,
     workdir: str | Path | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> AutopilotResult:
     """Match, tune and verify `problem_path` with the built-in templates; never raises for a
-    problem the library cannot handle (the result says why)."""
+    problem the library cannot handle (the result says why). `stop()` is asked before each
+    instance is judged (a time limit); `cache` answers instances measured before."""
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
@@ -140,7 +142,7 @@ def optimize_without_llm(
             on_result(step)
 
     result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget_evals, limits=limits, seed=seed,
-                            batch=workers, first=[template.defaults], on_result=handle)
+                            batch=workers, first=[template.defaults], on_result=handle, stop=stop)
     return _summarize(name, match, template, result, str(template_path))
 
 

@@ -3,7 +3,8 @@
 The budget counts evaluations: distinct feasible configurations measured (a cache hit counts too,
 so a strategy's result does not depend on what an earlier run left in the cache). Configurations
 pruned before compiling cost nothing. `first` configurations (the template's defaults, say) are
-measured before the strategy starts and count against the budget.
+measured before the strategy starts and count against the budget. `stop()`, when given, is asked
+before each batch of evaluations: a time limit or a fatal error ends the loop between instances.
 """
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def tune(
     first: list[dict[str, Any]] | None = None,
     prune: PruneReport | None = None,
     on_result: Callable[[Trial], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> TuneResult:
     """Search `template`'s space with `strategy`, measuring through `evaluator`."""
     report = prune or prune_space(template, limits)
@@ -95,7 +97,7 @@ def tune(
     for config in seeded:
         search.proposed.add(config_key(config))
     pending = list(seeded)
-    while len(result.trials) < budget:
+    while len(result.trials) < budget and not (stop is not None and stop()):
         room = budget - len(result.trials)
         asked = pending[:room] if pending else search.ask(min(max(1, batch), room))
         pending = pending[len(asked):] if pending else []
@@ -138,6 +140,7 @@ def tune_groupwise(
     batch: int = 1,
     first: list[dict[str, Any]] | None = None,
     on_result: Callable[[Trial], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> TuneResult:
     """Tune a multi-kernel template one kernel at a time (the others held at their best so far).
 
@@ -148,7 +151,7 @@ def tune_groupwise(
     prefixes = template.groups
     if len(prefixes) == 1:
         return tune(template, evaluator, strategy=strategy, budget=budget, limits=limits, seed=seed,
-                    batch=batch, first=first, on_result=on_result)
+                    batch=batch, first=first, on_result=on_result, stop=stop)
     best = dict(template.defaults)
     free = {p: [n for n in template.params if n.startswith(p)] for p in prefixes}
     reports = {p: prune_space(_pinned(template, free[p], best), limits) for p in prefixes}
@@ -162,6 +165,8 @@ def tune_groupwise(
     result = TuneResult(template.name, template.hash, strategy, budget, merged)
     left = budget
     for i, prefix in enumerate(prefixes):
+        if stop is not None and stop():
+            break
         share = left if i == len(prefixes) - 1 else min(left, max(1, round(budget * sizes[prefix] / max(1, total))))
         sub = _pinned(template, free[prefix], best)
 
@@ -172,7 +177,7 @@ def tune_groupwise(
                 on_result(moved)
 
         part = tune(sub, evaluator, strategy=strategy, budget=share, limits=limits, seed=seed, batch=batch,
-                    first=first if i == 0 else None, on_result=forward)
+                    first=first if i == 0 else None, on_result=forward, stop=stop)
         left -= len(part.trials)
         merged.after_compile.extend(part.prune.after_compile)
         if part.best is not None:

@@ -24,6 +24,7 @@ PROBLEM = SHARED_KB / "level1" / "19_ReLU.py"
 # (agent role, hand-written answer) in the order the run asks for them
 SCRIPT = [("planner", "01_planner.md"), ("coder", "02_coder.md"), ("repairer", "03_repairer.md")]
 
+SEARCH_SETTINGS = ("drafts", "iterations", "parallel", "max_repairs", "skills_k")
 SETTINGS = {
     "drafts": 1, "iterations": 1, "parallel": 1, "max_repairs": 1, "skills_k": 0,
     "batch_size": 16, "dim": 1024,  # problem sizes

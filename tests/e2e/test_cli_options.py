@@ -122,8 +122,8 @@ def get_init_inputs():
 
 
 def test_without_an_llm_the_template_autotuner_says_what_it_cannot_do(tmp_path, monkeypatch):
-    monkeypatch.delenv("KERNELWRIGHT_LLM", raising=False)
-    monkeypatch.delenv("KERNELWRIGHT_LLM_CONFIG", raising=False)
+    for name in ("KW_LLM", "KW_CONFIG", "KERNELWRIGHT_LLM", "KERNELWRIGHT_LLM_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     problem = tmp_path / "sort.py"
     problem.write_text(SORT)  # no built-in template sorts: the tuner gives up before judging
@@ -135,14 +135,15 @@ def test_without_an_llm_the_template_autotuner_says_what_it_cannot_do(tmp_path, 
 
 
 def test_bad_problem_and_missing_resume_are_clear_errors(tmp_path):
+    # bad input is exit 2 everywhere (docs/cli.md), as `kernelwright judge` always did
     result = CliRunner().invoke(app, ["optimize", str(tmp_path / "missing.py"), "--llm", "exchange", "--quiet"])
-    assert result.exit_code == 1 and "file not found" in result.output
+    assert result.exit_code == 2 and "file not found" in result.output
     result = CliRunner().invoke(app, ["optimize", "--resume", str(tmp_path), "--quiet"])
-    assert result.exit_code == 1 and "nothing to resume" in result.output
+    assert result.exit_code == 2 and "nothing to resume" in result.output
     result = CliRunner().invoke(app, ["optimize"])
     assert result.exit_code == 2
     shown = CliRunner().invoke(app, ["runs", "show", "nope", "--dir", str(tmp_path)])
-    assert shown.exit_code == 1 and "no run" in shown.output
+    assert shown.exit_code == 2 and "no run" in shown.output
 
 
 def test_the_scenario_problem_exists(kernelbench):

@@ -173,9 +173,13 @@ def test_batch_evaluations_round_trip_through_a_folder(tmp_path):
 
 def test_without_an_llm_the_template_autotuner_runs_and_records_its_instances(tmp_path):
     run_dir = tmp_path / "run"
-    args = scenario.optimize_args(run_dir, "unused", "--max-evals", "1")
-    args = args[:args.index("--llm")] + args[args.index("--llm") + 2:]
-    env = {k: v for k, v in scenario.env().items() if not k.startswith("KERNELWRIGHT_LLM")}
+    # the problem, its sizes and the judge settings of the scenario; no LLM, so no search settings
+    # (the autotuner refuses flags it cannot honour)
+    args = ["optimize", str(scenario.PROBLEM), "--run-dir", str(run_dir), "--quiet", "--max-evals", "1"]
+    for name, value in scenario.SETTINGS.items():
+        if name not in scenario.SEARCH_SETTINGS:
+            args += ["--set", f"{name}={value}"]
+    env = {k: v for k, v in scenario.env().items() if not k.startswith(("KERNELWRIGHT_LLM", "KW_LLM", "KW_CONFIG"))}
     done = subprocess.run([sys.executable, str(scenario.CLI), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -65,7 +65,7 @@ def test_loads_roles_prices_budget_and_retry(toml_file):
 
 
 def test_environment_overrides_specs(toml_file):
-    env = {**ENV, "KERNELWRIGHT_LLM": "exchange:answers", "KERNELWRIGHT_LLM_ROLE_CODER": "openai:m"}
+    env = {**ENV, "KW_LLM": "exchange:answers", "KW_LLM_ROLE_CODER": "openai:m"}
     config = LLMConfig.load(toml_file, env=env)
     assert config.default == "exchange:answers"
     assert config.spec_for("coder") == "openai:m"
@@ -73,8 +73,36 @@ def test_environment_overrides_specs(toml_file):
 
 
 def test_config_path_from_environment(toml_file):
-    config = LLMConfig.load(env={**ENV, "KERNELWRIGHT_LLM_CONFIG": str(toml_file)})
+    config = LLMConfig.load(env={**ENV, "KW_CONFIG": str(toml_file)})
     assert config.concurrency == 3
+
+
+def test_old_variable_names_still_work_with_a_note(toml_file, capsys):
+    from kernelwright import envvars
+
+    envvars._warned.clear()
+    env = {**ENV, "KERNELWRIGHT_LLM": "exchange:old", "KERNELWRIGHT_LLM_ROLE_CODER": "openai:old",
+           "KERNELWRIGHT_LLM_CONFIG": str(toml_file)}
+    config = LLMConfig.load(env=env)
+    assert config.concurrency == 3 and config.default == "exchange:old" and config.spec_for("coder") == "openai:old"
+    notes = capsys.readouterr().err
+    assert "KERNELWRIGHT_LLM is deprecated; use KW_LLM" in notes
+    assert "KERNELWRIGHT_LLM_CONFIG is deprecated; use KW_CONFIG" in notes
+    assert "KERNELWRIGHT_LLM_ROLE_CODER is deprecated; use KW_LLM_ROLE_CODER" in notes
+    # the new name wins when both are set
+    config = LLMConfig.load(toml_file, env={**env, "KW_LLM": "exchange:new", "KW_LLM_ROLE_CODER": "openai:new"})
+    assert config.default == "exchange:new" and config.spec_for("coder") == "openai:new"
+
+
+def test_whole_kernelwright_config_with_other_tables(tmp_path):
+    path = tmp_path / "kernelwright.toml"
+    path.write_text('[optimize]\nmax_evals = 3\n[judge]\ntrials = 2\n')  # no [llm] at all
+    assert LLMConfig.load(path, env={}).default is None
+    path.write_text('[llm]\ndefault = "exchange:x"\n[optimize]\nmax_evals = 3\n')
+    assert LLMConfig.load(path, env={}).default == "exchange:x"
+    path.write_text('[llm]\ndefault = "exchange:x"\n[serach]\nx = 1\n')
+    with pytest.raises(ConfigError, match="serach"):
+        LLMConfig.load(path, env={})
 
 
 def test_keys_come_from_env_and_never_leave(toml_file):

@@ -120,3 +120,31 @@ def test_progress_panel_shows_best_tree_and_spend():
                                   "limits": {"max_calls": 40, "max_usd": 2.0}}))
     assert "1.83x (c7)" in text and "9 candidates" in text and "12 / 40 calls" in text
     assert "$0.50 / $2.00" in text and "1.5 min" in text
+
+
+def test_header_names_the_baseline_measurement_behind_the_speedup(tmp_path):
+    verdict = cpu_verdict()
+    verdict.baselines.measured = {"eager": {
+        "cache_file": "relu__eager__0123456789abcdef0123.json", "key_sha256": "ab" * 32,
+        "measured_at": "2026-11-23T19:26:37", "from_cache": True, "steady": False,
+        "repeats": [[7.95, 7.79, 25], [0.3, 0.2, 20], [1.0, 0.5, 20], [0.5, 0.4, 20]], "rule": "..."}}
+    store, run_id = store_with_best(tmp_path, verdict)
+    header = write_best(store, run_id, tmp_path / "best.py").read_text().split("\n\n")[0]
+    line = next(x for x in header.splitlines() if x.startswith("# baseline:"))
+    assert "eager median 0.01 ms, IQR 0 ms, n=100, 4 repeats, NOISY" in line
+    assert "measured 2026-11-23T19:26:37" in line and "relu__eager__0123456789abcdef0123.json" in line
+    assert "key abababababab" in line
+
+
+def test_progress_lines_for_logs_and_pipes():
+    from kernelwright.report.progress import progress_line
+
+    line = progress_line({"mode": "autotune", "best_id": "t2", "best_speedup": 0.51, "candidates": 3, "passing": 3,
+                          "stored_before": 2, "spend": {"evals": 3, "elapsed_s": 75.2}, "limits": {"max_evals": 6}})
+    assert line == "[1:15] 3 instances (3 / 6 judged, 2 from the store), 3 correct; best t2 0.51x"
+    line = progress_line({"best_id": None, "best_speedup": None, "candidates": 1, "passing": 0,
+                          "spend": {"calls": 2, "evals": 1, "elapsed_s": 4}, "limits": {}})
+    assert line == "[0:04] 1 candidates, 0 correct, 2 LLM calls, 1 evaluations; no correct candidate yet"
+    panel = render(progress_panel({"mode": "autotune", "candidates": 2, "passing": 1,
+                                   "spend": {"evals": 2, "elapsed_s": 30}, "limits": {"max_evals": 16}}))
+    assert "none (template autotuner)" in panel and "2 / 16 evaluations" in panel and "0.5 min" in panel

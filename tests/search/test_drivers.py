@@ -185,3 +185,50 @@ def test_resume_refuses_a_changed_problem_file(tmp_path):
 
     with pytest.raises(RunError, match="changed since run"):
         Session(RunOptions(resume=str(run_dir)))
+
+
+# ---- machine errors and interruptions -------------------------------------------------------------
+
+
+def test_a_machine_error_stops_the_run_instead_of_failing_the_candidate(tmp_path):
+    from kernelwright.judge.config import JudgeConfig
+    from kernelwright.search.drivers.evaluators import LocalEvaluator
+    from kernelwright.search.drivers.loop import Fatal
+
+    class Pool:  # stands in for the judge's pool: the worker could not import Triton
+        def __init__(self, error):
+            self.error = error
+
+        async def ajudge(self, problem, candidate):
+            return Verdict(problem="relu", candidate="c1", status="error", stage="compile", error=self.error)
+
+    evaluator = LocalEvaluator("source", "relu", JudgeConfig(), tmp_path)
+    ask = EvaluationAsk("a3", "c1", "import triton\n")
+    evaluator._pool = Pool("running the module failed with ModuleNotFoundError: No module named 'triton'")
+    with pytest.raises(Fatal, match="not the candidate's fault.*pip install triton"):
+        asyncio.run(evaluator.answer(ask))
+    evaluator._pool = Pool("SyntaxError: invalid syntax")  # the candidate's own error is an answer
+    answer = asyncio.run(evaluator.answer(ask))
+    assert not answer.result.passed
+
+
+def test_ctrl_c_during_a_run_leaves_it_interrupted_and_resumable(tmp_path, kernelbench, monkeypatch):
+    from kernelwright.search.drivers import session as session_module
+
+    run_dir = tmp_path / "run"
+    options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", run_dir=str(run_dir),
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0),
+                         overrides={"batch_size": 16, "dim": 64})
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session_module, "drive", interrupted)
+    outcome = run_optimization(options)
+    assert outcome.status == "interrupted" and outcome.exit_code == 130
+    assert f"kernelwright optimize --resume {run_dir}" in outcome.detail
+    with RunStore.in_dir(run_dir, create=False) as store:
+        assert store.run()["status"] == "interrupted"
+    monkeypatch.undo()
+    resumed = run_optimization(RunOptions(resume=str(run_dir)))
+    assert resumed.status == "paused" and resumed.pending_prompts  # it went on to the exchange prompt

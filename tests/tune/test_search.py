@@ -114,3 +114,17 @@ def test_auto_strategy_is_exhaustive_only_when_the_budget_covers_the_space(setup
     part = tune(template, TableEvaluator(table), strategy="auto", budget=10, prune=report)
     assert full.strategy == "exhaustive" and len(full.trials) == len(report.feasible)
     assert part.strategy == "tpe" and len(part.trials) == 10
+
+
+def test_stop_ends_the_loop_between_evaluations(setup):
+    template, report, table = setup
+    told = []
+
+    def stop():
+        return len(told) >= 3
+
+    result = tune(template, TableEvaluator(table), strategy="random", budget=10, prune=report, seed=0,
+                  on_result=lambda trial: told.append(trial), stop=stop)
+    assert len(result.trials) == 3 and len(told) == 3
+    assert len(tune(template, TableEvaluator(table), strategy="random", budget=10, prune=report,
+                    stop=lambda: True).trials) == 0

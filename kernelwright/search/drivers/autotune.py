@@ -1,21 +1,35 @@
 """`kernelwright optimize` without an LLM: the template autotuner (kernelwright.tune.autopilot),
-recorded in a run folder like any other run.
+recorded in a run folder like any other run, and resumable like one.
 
-Every judged template instance becomes a candidate (action "tune", its parameters as the plan)
-with its verdict, stored before the next one is judged; the best instance is written with the same
-evidence header as an agent-written one. There is nothing to resume: a rerun is cheap, and the
-tuner's own cache skips instances it has already measured.
+Every judged template instance becomes a candidate `tN` (action "tune", its parameters as the
+plan) with its verdict and its measurement, stored before the next instance is judged; the best
+instance so far is rewritten to RUN_DIR/best_model_new.py whenever it changes. The run's own store
+is the tuner's cache (`StoredMeasurements`): `--resume` replays the tuner, and every instance an
+earlier session stored is answered from the store, never judged again. Ctrl-C (or SIGTERM) ends
+the run as `interrupted`; after `kill -9` the run lock is free and a resume picks it up.
+
+Limits: `max_evals` is the number of instances (default 16); `max_minutes` is active time, checked
+before each instance but the first, so no instance starts after the limit and a run ends at most
+one instance's judging after it. Each instance records the active time at which it was stored. An instance
+that fails because of the machine (Triton missing, no compiler) stops the run as `failed` with the
+cause; a run in which no instance passed is `failed`, never `done`.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from kernelwright.judge.config import JudgeConfig
+
+from ..budget import Limits
 from ..problem_info import describe_problem
-from .session import BEST_FILE, RunError, RunOptions, RunOutcome, new_run_id
+from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged,
+                      hold_run, mark_stale_interrupted, new_run_dir, new_run_id, prepare_run_dir, resume_command)
 
+MODE = "autotune"
 DEFAULT_EVALS = 16  # instances judged when no --max-evals is given
 STATUS_OF = {"pass": "pass", "fail": "fail", "error": "fail", "pruned": "skipped"}
 
@@ -24,62 +38,237 @@ def _speedup(verdict: dict | None) -> float | None:
     return ((verdict or {}).get("speedup") or {}).get("eager")
 
 
-def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
-    from kernelwright.report.best import write_best
-    from kernelwright.store import RunStore
-    from kernelwright.tune.autopilot import optimize_without_llm
+class StoredMeasurements:
+    """The tuner's cache interface (`get`/`put`, as `tune.cache.TuneCache`) over this run's store.
 
-    info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
-    run_id = new_run_id(info.name)
-    run_dir = Path(options.run_dir) if options.run_dir else Path(options.workspace) / run_id
-    if (run_dir / "run.sqlite").exists():
-        raise RunError(f"{run_dir} already holds a run")
-    judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
-    budget = options.limits.max_evals or DEFAULT_EVALS
-    settings = {"mode": "autotune", "problem": info.to_dict(), "judge": judge.to_dict(),
-                "limits": options.limits.to_dict(), "search": {"strategy": "autotune"}, "budget_evals": budget}
-    with RunStore.in_dir(run_dir) as store:
-        store.create_run(run_id, problem_path=info.path, problem_name=info.name, problem_hash=info.source_hash,
-                         problem_source=info.source, settings=settings, status="running")
-        store.upsert_candidates(run_id, [{"id": "c0", "action": "reference", "status": "reference",
-                                          "code": info.source, "speedup": 1.0}])
-        spend = {"calls": 0, "tokens": 0, "usd": 0.0, "evals": 0}
+    An instance stored by an earlier session of the run is answered from the store (with its
+    verdict); `put` stores nothing itself (the driver stores each instance as a candidate right
+    after), it remembers the key so the candidate can carry it.
+    """
 
-        def on_result(step) -> None:
-            spend["evals"] += 1
-            verdict = step.measurement.verdict
-            cid = f"t{step.index}"
-            store.upsert_candidates(run_id, [{
+    def __init__(self, store, run_id: str):
+        self.by_key: dict[str, tuple[str, dict[str, Any]]] = {}  # cache key -> (candidate id, record)
+        self.last_key: dict[str, str] = {}  # config_key(params) -> cache key of its last get/put
+        for row in store.candidates(run_id):
+            node = row.get("node") or {}
+            if row["action"] != "tune" or "measurement" not in node or "cache_key" not in node:
+                continue
+            record = dict(node["measurement"])
+            verdict = store.verdict(run_id, row["id"])
+            if verdict is not None:
+                record["verdict"] = verdict
+            self.by_key[node["cache_key"]] = (row["id"], record)
+
+    def _key(self, template_hash: str, params: dict, device: str, sizes: Any, context: str) -> str:
+        from kernelwright.tune.cache import TuneCache
+        from kernelwright.tune.template import config_key
+
+        key = TuneCache.key(template_hash, params, device, sizes, context)
+        self.last_key[config_key(params)] = key
+        return key
+
+    def get(self, template_hash: str, params: dict, device: str, sizes: Any, context: str = "") -> dict | None:
+        hit = self.by_key.get(self._key(template_hash, params, device, sizes, context))
+        return dict(hit[1]) if hit else None
+
+    def put(self, template_hash: str, params: dict, device: str, sizes: Any, record: dict,
+            context: str = "") -> None:
+        self._key(template_hash, params, device, sizes, context)
+
+    def key_of(self, params: dict) -> str:
+        from kernelwright.tune.template import config_key
+
+        return self.last_key[config_key(params)]
+
+
+@dataclasses.dataclass
+class _Plan:
+    """What one session of an autotune run works with (new or resumed)."""
+
+    run_id: str
+    run_dir: Path
+    problem_path: str
+    judge: JudgeConfig
+    limits: Limits
+    budget: int
+    seed: int
+    workers: int
+    elapsed_before: float = 0.0
+
+
+class AutotuneSession:
+    """One process's work on an autotune run: tune, store each instance, write the best so far."""
+
+    def __init__(self, store, plan: _Plan, on_progress: Callable[[dict], None] | None = None):
+        self.store, self.plan, self.on_progress = store, plan, on_progress
+        self.cache = StoredMeasurements(store, plan.run_id)
+        stored = [cid for cid, _ in self.cache.by_key.values()]
+        self.next_index = 1 + max((int(c[1:]) for c in stored if c[1:].isdigit()), default=-1)
+        self.judged_before = len(stored)
+        self.judged_now = 0
+        self.seen: set[str] = set()
+        self.passing: set[str] = set()
+        self.best: tuple[float, str] | None = None  # (time_ms, candidate id)
+        self.fatal: str | None = None
+        self.stop_reason: str | None = None
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return self.plan.elapsed_before + time.monotonic() - self.started
+
+    def spend(self) -> dict[str, Any]:
+        return {"calls": 0, "tokens": 0, "usd": 0.0, "evals": self.judged_before + self.judged_now,
+                "elapsed_s": round(self.elapsed(), 3)}
+
+    def should_stop(self) -> bool:
+        """Asked before each instance: a machine error stops at once; the time limit once the run
+        has at least one instance (a run that judged nothing would be of no use)."""
+        if self.fatal:
+            return True
+        minutes = self.plan.limits.max_minutes
+        if minutes is not None and self.cache.by_key and self.elapsed() >= minutes * 60:
+            self.stop_reason = f"time budget reached ({self.elapsed() / 60:.2f} of {minutes:g} minutes)"
+            return True
+        return False
+
+    def on_result(self, step) -> None:
+        from kernelwright.judge.preflight import environment_error
+
+        key = self.cache.key_of(step.params)
+        known = self.cache.by_key.get(key)
+        cid = known[0] if known else f"t{self.next_index}"
+        measurement = step.measurement.to_dict()
+        verdict = measurement.pop("verdict", None)
+        if known is None:
+            self.next_index += 1
+            self.judged_now += 1
+            if verdict:  # the verdict first: a stored candidate always has its verdict
+                self.store.save_verdict(self.plan.run_id, cid, verdict)
+            self.store.upsert_candidates(self.plan.run_id, [{
                 "id": cid, "parent_id": "c0", "search_parent": "c0", "action": "tune",
                 "status": STATUS_OF.get(step.measurement.status, "fail"), "code": step.source,
                 "plan": json.dumps(step.params, sort_keys=True), "approach_key": step.template_name,
-                "speedup": _speedup(verdict), "reason": step.measurement.error or ""}])
-            if verdict:
-                store.save_verdict(run_id, cid, verdict)
-            store.update_run(run_id, spend=spend)
-            if on_progress:
-                on_progress({"candidates": spend["evals"], "spend": spend, "limits": options.limits.to_dict()})
+                "speedup": _speedup(verdict), "reason": step.measurement.error or "",
+                "measurement": measurement, "cache_key": key, "elapsed_s": round(self.elapsed(), 3)}])
+            self.cache.by_key[key] = (cid, {**measurement, "verdict": verdict})
+        self.seen.add(cid)
+        if step.measurement.ok:
+            self.passing.add(cid)
+            if self.best is None or step.measurement.time_ms < self.best[0]:
+                self.best = (step.measurement.time_ms, cid)
+                self._record_best()
+        elif self.fatal is None:
+            self.fatal = environment_error(verdict)
+        self.store.update_run(self.plan.run_id, spend=self.spend())
+        self.progress()
 
-        result = optimize_without_llm(options.problem, overrides=options.overrides, budget_evals=budget,
-                                      judge_config=judge, on_result=on_result, workers=options.eval_workers,
-                                      seed=options.seed, workdir=run_dir / "autotune")
-        best_id = _best_candidate(store, run_id, result.best_source)
-        status = "done" if result.matched else "failed"
-        best_speedup = _speedup(store.verdict(run_id, best_id)) if best_id else None
-        store.update_run(run_id, status=status, detail=result.message, best_candidate=best_id,
-                         best_speedup=best_speedup, spend=spend)
-        best_path = write_best(store, run_id, run_dir / BEST_FILE) if best_id else None
-        store_rows = [r for r in store.candidates(run_id) if r["action"] == "tune"]
-    return RunOutcome(run_id, run_dir, status, result.message, best_id, best_speedup, best_path,
-                      snapshot={"best_id": best_id, "best_speedup": best_speedup, "candidates": spend["evals"],
-                                "passing": sum(1 for r in store_rows if r["status"] == "pass"),
-                                "spend": spend, "limits": options.limits.to_dict()})
+    def _record_best(self) -> None:
+        from kernelwright.report.best import write_best
+
+        cid = self.best[1]
+        self.store.update_run(self.plan.run_id, best_candidate=cid,
+                              best_speedup=_speedup(self.store.verdict(self.plan.run_id, cid)))
+        write_best(self.store, self.plan.run_id, self.plan.run_dir / BEST_FILE, cid)
+
+    def snapshot(self) -> dict[str, Any]:
+        best_id = self.best[1] if self.best else None
+        run = self.store.run(self.plan.run_id)
+        return {"best_id": best_id, "best_speedup": run.get("best_speedup") if best_id else None,
+                "candidates": len(self.seen), "passing": len(self.passing), "spend": self.spend(),
+                "limits": {**self.plan.limits.to_dict(), "max_evals": self.plan.budget},
+                "stored_before": self.judged_before, "mode": MODE}
+
+    def progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.snapshot())
+
+    def tune(self) -> RunOutcome:
+        from kernelwright.tune.autopilot import optimize_without_llm
+
+        plan = self.plan
+        self.store.update_run(plan.run_id, status="running", detail=None)
+        self.progress()
+        try:
+            result = optimize_without_llm(plan.problem_path, budget_evals=plan.budget, judge_config=plan.judge,
+                                          on_result=self.on_result, workers=plan.workers, seed=plan.seed,
+                                          workdir=plan.run_dir / "autotune", cache=self.cache, stop=self.should_stop)
+        except KeyboardInterrupt:
+            return self.finish("interrupted", f"{INTERRUPTED_DETAIL}; continue with: {resume_command(plan.run_dir)}")
+        if not result.matched:
+            return self.finish("failed", result.message)
+        if self.fatal:
+            return self.finish("failed", f"environment error (not the kernel's fault): {self.fatal}. "
+                                         f"After fixing it: {resume_command(plan.run_dir)}")
+        if self.best is None:
+            why = self.stop_reason or result.message
+            return self.finish("failed", f"no instance passed the judge: {why}")
+        detail = result.message + (f"; stopped: {self.stop_reason}" if self.stop_reason else "")
+        return self.finish("done", detail)
+
+    def finish(self, status: str, detail: str) -> RunOutcome:
+        from kernelwright.report.best import write_best
+
+        plan = self.plan
+        best_id = self.best[1] if self.best else None
+        self.store.update_run(plan.run_id, status=status, detail=detail, spend=self.spend())
+        best_path = write_best(self.store, plan.run_id, plan.run_dir / BEST_FILE, best_id) if best_id else None
+        snapshot = self.snapshot()
+        return RunOutcome(plan.run_id, plan.run_dir, status, detail, best_id, snapshot["best_speedup"], best_path,
+                          snapshot=snapshot)
 
 
-def _best_candidate(store, run_id: str, best_source: str | None) -> str | None:
-    if not best_source:
-        return None
-    for row in store.candidates(run_id):
-        if row["action"] == "tune" and row["code"] == best_source and row["status"] == "pass":
-            return row["id"]
-    return None
+def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
+    """Start (or, with `options.resume`, continue) a run of the template autotuner."""
+    from kernelwright.store import RunStore
+
+    if options.resume:
+        return _resume(options, on_progress)
+    info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
+    run_id = new_run_id(info.name)
+    run_dir = new_run_dir(options, run_id)
+    if (run_dir / "run.sqlite").exists():
+        raise RunError(f"{run_dir} already holds a run; resume it with --resume {run_dir}")
+    judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
+    budget = options.limits.max_evals or DEFAULT_EVALS
+    settings = {"mode": MODE, "problem": info.to_dict(), "judge": judge.to_dict(),
+                "limits": options.limits.to_dict(), "search": {"strategy": MODE}, "budget_evals": budget,
+                "seed": options.seed, "eval_workers": options.eval_workers}
+    prepare_run_dir(options, run_dir)
+    lock = hold_run(run_dir)
+    try:
+        with RunStore.in_dir(run_dir) as store:
+            store.create_run(run_id, problem_path=info.path, problem_name=info.name, problem_hash=info.source_hash,
+                             problem_source=info.source, settings=settings, status="running")
+            store.upsert_candidates(run_id, [{"id": "c0", "action": "reference", "status": "reference",
+                                              "code": info.source, "speedup": 1.0}])
+            plan = _Plan(run_id, run_dir, info.path, judge, options.limits, budget, options.seed,
+                         options.eval_workers)
+            return AutotuneSession(store, plan, on_progress).tune()
+    finally:
+        lock.release()
+
+
+def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> RunOutcome:
+    from kernelwright.store import RunStore
+
+    run_dir = Path(options.resume)
+    lock = hold_run(run_dir)
+    try:
+        with RunStore.in_dir(run_dir, create=False) as store:
+            run = store.run()
+            check_problem_unchanged(run)
+            mark_stale_interrupted(store, run["id"], run)
+            settings = dict(run["settings"])
+            limits = Limits.from_dict(settings.get("limits")).merged(options.limits)
+            budget = options.limits.max_evals or int(settings.get("budget_evals") or DEFAULT_EVALS)
+            if limits.to_dict() != settings.get("limits") or budget != settings.get("budget_evals"):
+                settings.update(limits=limits.to_dict(), budget_evals=budget)
+                store.update_run(run["id"], settings=settings)
+                store.add_event(run["id"], "limits", {"limits": limits.to_dict(), "budget_evals": budget})
+            workers = options.eval_workers if options.eval_workers > 1 else int(settings.get("eval_workers") or 1)
+            plan = _Plan(run["id"], run_dir, run["problem_path"], JudgeConfig.from_dict(settings["judge"]), limits,
+                         budget, int(settings.get("seed") or 0), workers,
+                         elapsed_before=float((run.get("spend") or {}).get("elapsed_s") or 0.0))
+            return AutotuneSession(store, plan, on_progress).tune()
+    finally:
+        lock.release()

@@ -7,6 +7,10 @@ so a verdict, and every prompt quoting it, is the same whether judged here or el
 no folder of this machine. Local evaluations may check several candidates at once on one GPU; the
 pool's device lock lets only one at a time take its timing (side by side they disturb each other).
 
+A verdict that failed because of the machine (Triton missing, no compiler: judge.preflight) is
+not an answer about the candidate: the run stops (`Fatal`) with the cause, and the ask stays open
+for a resume once the machine is fixed.
+
 Batch: the candidate becomes a request in RUN_DIR/evals/ for `kernelwright judge --batch` to
 evaluate elsewhere; until its verdict file appears the ask is pending and the run pauses.
 """
@@ -16,11 +20,12 @@ import dataclasses
 from pathlib import Path
 
 from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.preflight import environment_error
 from kernelwright.judge.verdict import Verdict
 
 from ..asks import Answer, EvaluationAsk
 from ..results import AskFailure, EvalResult
-from .loop import Pending
+from .loop import Fatal, Pending
 
 
 def candidate_file(run_dir: Path, candidate_id: str, code: str) -> Path:
@@ -71,6 +76,9 @@ class LocalEvaluator:
             verdict = await self.pool().ajudge(problem, source, config)
         except Exception as exc:  # the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
+        machine = environment_error(verdict)
+        if machine:  # not the candidate's fault, and every later candidate would hit it too
+            raise Fatal(f"environment error while judging {ask.candidate_id} (not the candidate's fault): {machine}")
         return verdict_answer(verdict)
 
 

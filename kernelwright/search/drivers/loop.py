@@ -61,10 +61,13 @@ def _ask_number(ask_id: str) -> int:
 
 
 class Mirror:
-    """Writes what the engine did into the store: asks, results, the changed part of the tree."""
+    """Writes what the engine did into the store: asks, results, the changed part of the tree, and
+    (given `best_path`) the best candidate's file whenever the best changes."""
 
-    def __init__(self, store, run_id: str, objective: str):
+    def __init__(self, store, run_id: str, objective: str, best_path: Path | None = None):
         self.store, self.run_id, self.objective = store, run_id, objective
+        self.best_path = best_path
+        self._best_written: str | None = None
 
     def persist_ask(self, ask: Ask) -> Ask:
         """Store `ask` unless stored already; return what is to be executed (the stored version
@@ -106,6 +109,11 @@ class Mirror:
         snapshot = engine.snapshot()
         self.store.update_run(self.run_id, best_candidate=best.id if best else None,
                               best_speedup=snapshot["best_speedup"], spend=snapshot["spend"])
+        if best is not None and self.best_path is not None and best.id != self._best_written:
+            from kernelwright.report.best import write_best
+
+            write_best(self.store, self.run_id, self.best_path, best.id)
+            self._best_written = best.id
 
 
 def node_row(node, objective: str) -> dict[str, Any]:

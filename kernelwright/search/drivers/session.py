@@ -3,10 +3,18 @@
     outcome = run_optimization(RunOptions(problem="problem.py", llm="openai:gpt-5"))
     outcome = run_optimization(RunOptions(resume="kw-runs/20250101-120000-problem-1a2b"))
 
-Starting: describe the problem, create RUN_DIR with its database, store the settings.
+Starting: describe the problem, check the LLM configuration (a bad spec or a missing key stops
+here, before any folder exists), create RUN_DIR with its database, store the settings.
 Resuming: rebuild the engine from the stored settings and replay the journal (every result, in
 the order it was told); asks left without a result come out of the engine again and are asked
 again (an exchange prompt or a batch request is found by its hash or name, not re-created).
+A run made without an LLM (the template autotuner, `autotune.py`) resumes through its own driver.
+
+The process working on a run holds RUN_DIR/run.lock (`store.RunLock`). Ctrl-C or SIGTERM ends the
+run as `interrupted`, with the best candidate so far written and a resume hint; after `kill -9` the
+lock is free while the status still says running, which `runs list/show` and a resume read as
+interrupted. The best candidate file is rewritten whenever the best changes, so it is there
+however the process ends.
 """
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.llm.errors import EXIT_ANSWER_PENDING, LLMError
+from kernelwright.llm.errors import EXIT_ANSWER_PENDING, ConfigError, LLMError
 
 from ..asks import result_from_dict
 from ..budget import Limits
@@ -32,10 +40,14 @@ from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
 
 DEFAULT_WORKSPACE = Path("kw-runs")
 BEST_FILE = "best_model_new.py"
+# written into a workspace folder the first time a run is made there: run folders stay out of git
+WORKSPACE_GITIGNORE = "# kernelwright run folders (databases, candidates): not for version control\n*\n"
 #: exit status of a run that paused (exchange answers or batch verdicts pending); the llm layer's
 #: EX_TEMPFAIL, so every "try again later" in kernelwright reads the same
 EXIT_PAUSED = EXIT_ANSWER_PENDING
 EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
+INTERRUPTED_DETAIL = "stopped by the user (Ctrl-C or SIGTERM)"
 
 
 class RunError(RuntimeError):
@@ -67,7 +79,7 @@ class RunOptions:
 class RunOutcome:
     run_id: str
     run_dir: Path
-    status: str  # "done", "paused", "failed"
+    status: str  # "done", "paused", "failed", "interrupted"
     detail: str = ""
     best_id: str | None = None
     best_speedup: float | None = None
@@ -78,7 +90,47 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
-        return {"done": EXIT_OK, "paused": EXIT_PAUSED}.get(self.status, EXIT_FAILED)
+        return {"done": EXIT_OK, "paused": EXIT_PAUSED, "interrupted": EXIT_INTERRUPTED}.get(self.status, EXIT_FAILED)
+
+    def to_dict(self) -> dict[str, Any]:
+        """For `--json`: paths as strings, the exit code included."""
+        return {"run_id": self.run_id, "run_dir": str(self.run_dir), "status": self.status, "detail": self.detail,
+                "best_id": self.best_id, "best_speedup": self.best_speedup,
+                "best_path": str(self.best_path) if self.best_path else None,
+                "pending_prompts": [str(p) for p in self.pending_prompts],
+                "pending_evals": [str(p) for p in self.pending_evals],
+                "resume": resume_command(self.run_dir) if self.status in ("paused", "interrupted", "failed") else None,
+                "exit_code": self.exit_code, "spend": self.snapshot.get("spend"),
+                "candidates": self.snapshot.get("candidates"), "passing": self.snapshot.get("passing")}
+
+
+def resume_command(run_dir: str | Path) -> str:
+    return f"kernelwright optimize --resume {run_dir}"
+
+
+def new_run_dir(options: "RunOptions", run_id: str) -> Path:
+    """--run-dir, else WORKSPACE/RUN_ID (the workspace gets a .gitignore the first time)."""
+    if options.run_dir:
+        return Path(options.run_dir)
+    return Path(options.workspace) / run_id
+
+
+def prepare_run_dir(options: "RunOptions", run_dir: Path) -> None:
+    """Create the run's folder; a new workspace folder is git-ignored (a .gitignore inside it)."""
+    if not options.run_dir:
+        workspace = Path(options.workspace)
+        workspace.mkdir(parents=True, exist_ok=True)
+        ignore = workspace / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text(WORKSPACE_GITIGNORE)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def mark_stale_interrupted(store, run_id: str, run: dict[str, Any]) -> None:
+    """A run stored as running whose process is gone (we hold its lock now) was interrupted."""
+    if run.get("status") == "running":
+        store.update_run(run_id, status="interrupted",
+                         detail="the process stopped without saying (kill -9, a crash, a power cut)")
 
 
 def new_run_id(problem_name: str) -> str:
@@ -102,15 +154,23 @@ class Session:
 
         self.options = options
         self.on_progress = on_progress
+        self.lock = None
+        self._prepared_router = None
         if options.resume:
             self.run_dir = Path(options.resume)
             if not (self.run_dir / "run.sqlite").is_file():
                 raise RunError(f"{self.run_dir} holds no run database (run.sqlite); nothing to resume")
+            self.lock = hold_run(self.run_dir)
             self.store = RunStore.in_dir(self.run_dir, create=False)
             self.run = self.store.run()
             self.run_id = self.run["id"]
             self.stored = self.run["settings"]
-            self._check_problem_unchanged()
+            try:
+                check_problem_unchanged(self.run)
+            except RunError:
+                self.close()
+                raise
+            mark_stale_interrupted(self.store, self.run_id, self.run)
         else:
             self._create(RunStore)
 
@@ -122,7 +182,7 @@ class Session:
             raise RunError("name a problem file to optimize (or --resume RUN_DIR)")
         info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
         self.run_id = new_run_id(info.name)
-        self.run_dir = Path(options.run_dir) if options.run_dir else Path(options.workspace) / self.run_id
+        self.run_dir = new_run_dir(options, self.run_id)
         if (self.run_dir / "run.sqlite").exists():
             raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
         target = targets.initial_target(options.target, options.eval_mode or "local", self.run_dir / "evals",
@@ -132,25 +192,27 @@ class Session:
         judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
         info = dataclasses.replace(info, rules=judge.rules)
         llm, roles = _llm_specs(options, self.run_dir)
+        # a bad spec, a missing key or an unpriced model under a dollar budget ends here, before
+        # the run folder exists
+        try:
+            self._prepared_router = self._make_router(llm, roles, options.config_file, options.limits)
+        except LLMError as exc:
+            if isinstance(exc, ConfigError):
+                raise
+            raise RunError(str(exc)) from None
         self.stored = {"search": options.settings.to_dict(), "limits": options.limits.to_dict(),
                        "seed": options.seed, "problem": info.to_dict(), "judge": judge.to_dict(),
                        "llm": {"default": llm, "roles": roles, "config_file": options.config_file},
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
                        "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
                        "target": target.to_dict() if target is not None else None}
+        prepare_run_dir(options, self.run_dir)
+        self.lock = hold_run(self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
         self.store.create_run(self.run_id, problem_path=info.path, problem_name=info.name,
                               problem_hash=info.source_hash, problem_source=info.source,
                               settings=self.stored)
         self.run = self.store.run(self.run_id)
-
-    def _check_problem_unchanged(self) -> None:
-        path = Path(self.run["problem_path"])
-        if path.is_file() and path.read_text() != self.run["problem_source"]:
-            raise RunError(f"{path} changed since run {self.run_id} started; its verdicts would not "
-                           "compare. Start a new run, or restore the file.")
-        if not path.is_file():
-            raise RunError(f"the run's problem file {path} is gone; restore it to resume")
 
     # ---- the pieces -----------------------------------------------------------------------------
 
@@ -251,21 +313,28 @@ class Session:
             engine.set_limits(wanted, elapsed)
 
     def _router(self):
-        from kernelwright.llm.config import LLMConfig
-        from kernelwright.llm.router import Router
-
+        if self._prepared_router is not None:
+            return self._prepared_router
         stored = self.stored["llm"]
         llm, roles = _llm_specs(self.options, self.run_dir)
         default = llm or stored.get("default")
         roles = {**(stored.get("roles") or {}), **roles}
-        config = LLMConfig.load(self.options.config_file or stored.get("config_file"))
-        if not (default or roles or config.default or config.roles):
-            raise RunError("no LLM configured: pass --llm SPEC (e.g. openai:gpt-5, exchange, "
-                           "replay:CASSETTE.jsonl) or set KERNELWRIGHT_LLM")
         if default != stored.get("default") or roles != (stored.get("roles") or {}):
             self.store.add_event(self.run_id, "llm", {"default": default, "roles": roles})
+        limits = Limits.from_dict(self.stored["limits"]).merged(self.options.limits)
+        return self._make_router(default, roles, self.options.config_file or stored.get("config_file"), limits)
+
+    @staticmethod
+    def _make_router(default: str | None, roles: dict[str, str], config_file: str | None, limits: Limits):
+        from kernelwright.llm.config import LLMConfig
+        from kernelwright.llm.router import Router
+
+        config = LLMConfig.load(config_file)
+        if not (default or roles or config.default or config.roles):
+            raise RunError("no LLM configured: pass --llm SPEC (e.g. openai:gpt-5, exchange, "
+                           "replay:CASSETTE.jsonl) or set KW_LLM")
         router = Router(config, default, role_specs=roles)
-        if Limits.from_dict(self.stored["limits"]).merged(self.options.limits).max_usd is not None:
+        if limits.max_usd is not None:
             for role in AGENT_NAMES:  # a dollar budget over an unpriced model would never stop
                 provider = router.provider_for(role)
                 if provider.price is None:
@@ -294,6 +363,27 @@ class Session:
     # ---- running ----------------------------------------------------------------------------
 
     def run_to_end(self) -> RunOutcome:
+        """Run until done, paused or failed; Ctrl-C (or SIGTERM raised as KeyboardInterrupt)
+        ends it as `interrupted`, with the best so far written."""
+        try:
+            return self._run_to_end()
+        except KeyboardInterrupt:
+            return self.interrupted()
+
+    def interrupted(self) -> RunOutcome:
+        from kernelwright.report.best import write_best
+
+        detail = f"{INTERRUPTED_DETAIL}; continue with: {resume_command(self.run_dir)}"
+        self.store.update_run(self.run_id, status="interrupted", detail=detail)
+        run = self.store.run(self.run_id)
+        best_path = write_best(self.store, self.run_id, self.run_dir / BEST_FILE)
+        spend = run.get("spend") or {}
+        return RunOutcome(self.run_id, self.run_dir, "interrupted", detail, run.get("best_candidate"),
+                          run.get("best_speedup"), best_path,
+                          snapshot={"best_id": run.get("best_candidate"), "best_speedup": run.get("best_speedup"),
+                                    "spend": spend, "limits": self.stored.get("limits") or {}})
+
+    def _run_to_end(self) -> RunOutcome:
         from .completions import RouterAnswerer
 
         waiting = self._learn_target()
@@ -308,7 +398,7 @@ class Session:
 
         self._apply_new_limits(engine, base)
         self._apply_new_target(engine, base)
-        mirror = Mirror(self.store, self.run_id, self.settings.objective)
+        mirror = Mirror(self.store, self.run_id, self.settings.objective, best_path=self.run_dir / BEST_FILE)
         self.store.upsert_candidates(self.run_id, [node_row(n, self.settings.objective) for n in engine.tree])
         try:
             router = self._router()
@@ -322,10 +412,7 @@ class Session:
         try:
             outcome = asyncio.run(self._drive(engine, mirror, completions, evaluations, clock, router))
         except Fatal as exc:
-            return self._finish(engine, "failed", str(exc))
-        except KeyboardInterrupt:
-            self.store.update_run(self.run_id, status="interrupted", detail="stopped by the user")
-            raise
+            return self._finish(engine, "failed", f"{exc}. After fixing it: {resume_command(self.run_dir)}")
         except Exception as exc:  # a bug: leave the run marked (it stays resumable), then surface it
             self.store.update_run(self.run_id, status="failed", detail=f"{type(exc).__name__}: {exc}")
             raise
@@ -368,10 +455,52 @@ class Session:
                           snapshot["best_speedup"], best_path, snapshot=snapshot)
 
     def close(self) -> None:
-        self.store.close()
+        store = getattr(self, "store", None)
+        if store is not None:
+            store.close()
+        if self.lock is not None:
+            self.lock.release()
+
+
+def hold_run(run_dir: Path):
+    """This process's hold on the run (store.RunLock); RunError when another process has it."""
+    from kernelwright.store import RunBusy, RunLock
+
+    try:
+        return RunLock(run_dir).acquire()
+    except RunBusy as exc:
+        raise RunError(str(exc)) from None
+
+
+def check_problem_unchanged(run: dict[str, Any]) -> None:
+    """A resumed run needs its problem file as it was: verdicts of another problem do not compare."""
+    path = Path(run["problem_path"])
+    if not path.is_file():
+        raise RunError(f"the run's problem file {path} is gone; restore it to resume")
+    if path.read_text() != run["problem_source"]:
+        raise RunError(f"{path} changed since run {run['id']} started; its verdicts would not "
+                       "compare. Start a new run, or restore the file.")
+
+
+def stored_mode(run_dir: str | Path) -> str:
+    """"search" (agents) or "autotune" (no LLM) for a stored run; "search" when unreadable."""
+    import sqlite3
+
+    from kernelwright.store import RunStore, StoreError
+
+    try:
+        with RunStore.in_dir(run_dir, create=False) as store:
+            return (store.run().get("settings") or {}).get("mode", "search")
+    except (StoreError, OSError, sqlite3.Error):
+        return "search"
 
 
 def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
+    """Start or resume a run; a resumed run without an LLM goes back to the template autotuner."""
+    if options.resume and stored_mode(options.resume) == "autotune":
+        from .autotune import run_autotune
+
+        return run_autotune(options, on_progress)
     session = Session(options, on_progress)
     try:
         return session.run_to_end()
