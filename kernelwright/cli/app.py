@@ -14,7 +14,8 @@ app = typer.Typer(
 )
 
 # modules under kernelwright.cli that expose register(app); order is the order of --help
-COMMAND_MODULES = ("optimize_cmd", "runs_cmd", "judge_cmd", "gpu_cmd", "tune_cmd", "profile_cmd", "skills_cmd")
+COMMAND_MODULES = ("optimize_cmd", "runs_cmd", "judge_cmd", "gpu_cmd", "tune_cmd", "profile_cmd", "skills_cmd",
+                   "mcp_cmd")
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"kernelwright.cli.{_name}").register(app)

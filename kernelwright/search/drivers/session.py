@@ -296,6 +296,11 @@ class Session:
 
 
 def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
+    if options.resume:
+        from .autotune import is_autotune_run, run_autotune
+
+        if is_autotune_run(options.resume):  # a run without an LLM resumes as it started
+            return run_autotune(options, on_progress)
     session = Session(options, on_progress)
     try:
         return session.run_to_end()
