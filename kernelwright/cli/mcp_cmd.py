@@ -6,18 +6,18 @@ its client disconnects (stdio) or it is stopped (HTTP). See docs/mcp.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
 
 def mcp_command(
-    workspace: Path = typer.Option(Path("."), "--workspace", help="folder the server may read and write "
-                                   "(problems, runs under kw-runs/); paths from clients are confined to it"),
-    allow: list[Path] = typer.Option([], "--allow", help="extra folder problems may be read from "
-                                     "(read-only; repeatable), e.g. ../shared/kernelbench"),
-    http: Optional[str] = typer.Option(None, "--http", help="HOST:PORT: serve streamable HTTP at "
-                                       "http://HOST:PORT/mcp instead of stdio"),
+    workspace: Annotated[Path, typer.Option("--workspace", metavar="DIR", help="folder the server may read and write (problems, "
+                                            "runs under kw-runs/); paths from clients are confined to it")] = Path("."),
+    allow: Annotated[Optional[list[Path]], typer.Option("--allow", metavar="DIR", help="extra folder problems may be read from "
+                                                        "(read-only; repeatable), e.g. ../shared/kernelbench")] = None,
+    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="HOST:PORT: serve streamable HTTP at "
+                                                "http://HOST:PORT/mcp instead of stdio")] = None,
 ) -> None:
     """Run kernelwright as a Model Context Protocol server (stdio by default)."""
     from kernelwright.mcp import INSTALL_HINT, sdk_available
@@ -29,7 +29,7 @@ def mcp_command(
     from kernelwright.mcp.workspace import Workspace
 
     try:
-        ws = Workspace.open(workspace, allow)
+        ws = Workspace.open(workspace, allow or [])
         if http is not None:
             parse_http(http)
     except ValueError as exc:

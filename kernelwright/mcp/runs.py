@@ -31,7 +31,7 @@ BEST_FILE = "best_model_new.py"
 EXIT_MEANING = {0: "done", 1: "failed", 2: "usage error", 75: "paused: waiting for answers or verdicts"}
 BACKENDS = ("triton", "cuda")
 LOG_TAIL = 1500
-STOP_GRACE_S = 15.0
+STOP_GRACE_S = 10.0
 
 
 def llm_spec(ws: Workspace, value: str | None) -> str | None:
@@ -164,17 +164,22 @@ class RunManager:
         return {**out, "best": entry}
 
     def stop(self, run_dir: Path) -> dict[str, Any]:
+        """Ctrl-C for the run (it marks itself interrupted and stays resumable); then SIGTERM and
+        SIGKILL for a process group that does not end (a judge it waits for is killed with it)."""
         process = self._process(run_dir)
         if process["state"] != "running":
             raise ToolInputError(CONFLICT, f"run {run_dir.name} is not running", "run")
         pid = process["pid"]
-        os.killpg(pid, signal.SIGINT)  # the CLI marks the run interrupted; it stays resumable
-        deadline = time.monotonic() + STOP_GRACE_S
-        while time.monotonic() < deadline and self._process(run_dir)["state"] == "running":
-            time.sleep(0.2)
-        if self._process(run_dir)["state"] == "running":
-            os.killpg(pid, signal.SIGTERM)
-        time.sleep(0.2)
+        for sig, grace in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and self._process(run_dir)["state"] == "running":
+                time.sleep(0.2)
+            if self._process(run_dir)["state"] != "running":
+                break
         return self.status(run_dir)
 
     def _process(self, run_dir: Path) -> dict[str, Any]:
@@ -184,7 +189,8 @@ class RunManager:
             code = proc.poll()
             if code is None:
                 return {"state": "running", "pid": proc.pid, "exit_code": None}
-            return {"state": "exited", "pid": proc.pid, "exit_code": code, "meaning": EXIT_MEANING.get(code, "error")}
+            meaning = EXIT_MEANING.get(code) or ("stopped by a signal" if code < 0 or code == 130 else "error")
+            return {"state": "exited", "pid": proc.pid, "exit_code": code, "meaning": meaning}
         record = _read_json(run_dir / PROCESS_FILE)
         pid = record.get("pid") if record else None
         if isinstance(pid, int) and _alive(pid, run_dir):

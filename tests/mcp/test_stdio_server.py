@@ -70,7 +70,7 @@ def test_judges_a_correct_and_an_incorrect_shipped_example(tmp_path):
     assert bad["trials"]["passed"] == 0 and bad["trials"]["failed"][0]["message"]
     assert "trials failed" in bad["error"] and bad["timing"] is None
     # progress notifications arrived while the first judge ran, naming the worker's stage
-    assert progress and all(b[0] > a[0] for a, b in zip(progress, progress[1:]))
+    assert progress and all(b[0] > a[0] for a, b in zip(progress, progress[1:], strict=False))
     assert any("judge" in message for _, message in progress)
 
 
@@ -162,7 +162,7 @@ def test_profile_baseline_and_device_info_on_the_cpu(tmp_path):
     assert unprofiled["status"] == "fail" and unprofiled["profile"] is None and "not profiled" in unprofiled["message"]
 
 
-def test_optimize_on_the_autopilot_start_status_best_resume(tmp_path):
+def test_optimize_on_the_autopilot_start_status_best_resume_stop(tmp_path):
     problem = str(EXAMPLES / "problems" / "scale_bias_gelu.py")
 
     async def scenario():
@@ -174,13 +174,15 @@ def test_optimize_on_the_autopilot_start_status_best_resume(tmp_path):
             best = await call(session, "optimize_best", {"run": run})
             tree = json.loads(await read(session, f"kernelwright://runs/{run}/tree"))
             listing = json.loads(await read(session, "kernelwright://runs"))
-            error, resumed = await call(session, "optimize_resume", {"run": run, "budget": 2})
+            error, resumed = await call(session, "optimize_resume", {"run": run, "budget": 6})
             assert not error, resumed
-            second = await wait_for_exit(session, run)
+            while (await call(session, "optimize_status", {"run": run}))[1].get("candidates", {}).get("total", 0) < 2:
+                await anyio.sleep(0.5)
+            stopped = await call(session, "optimize_stop", {"run": run})
             candidate = json.loads(await read(session, f"kernelwright://runs/{run}/candidates/t1"))
-            return started, first, best, tree, listing, second, candidate
+            return started, first, best, tree, listing, resumed, stopped, candidate
 
-    started, first, (best_error, best), tree, listing, second, candidate = anyio.run(scenario)
+    started, first, (best_error, best), tree, listing, resumed, (stop_error, stopped), candidate = anyio.run(scenario)
     assert started["mode"].startswith("autopilot") and started["run_dir"].startswith("kw-runs/")
     assert first["process"] == {"state": "exited", "pid": first["process"]["pid"], "exit_code": 0, "meaning": "done"}
     assert first["status"] == "done" and first["mode"] == "autopilot"
@@ -191,8 +193,11 @@ def test_optimize_on_the_autopilot_start_status_best_resume(tmp_path):
     assert any("kernelwright: best candidate" in line for line in best["best"]["evidence"])
     assert [n["id"] for n in tree["candidates"]] == ["c0", "t0"] and tree["best"] == "t0"
     assert [r["run"] for r in listing["runs"]] == [started["run"]]
-    # resumed with a larger budget: t0 kept (from the run's tuning cache), one more instance judged
-    assert second["status"] == "done" and second["candidates"]["total"] == 2 and second["budget"]["max_evals"] == 2
+    # resumed with a larger budget (t0 comes back from the run's tuning cache), then stopped midway
+    assert resumed["resumed"] and resumed["process"]["state"] == "running"
+    assert not stop_error and stopped["process"]["state"] == "exited", stopped
+    assert stopped["status"] == "interrupted" and 2 <= stopped["candidates"]["total"] < 6
+    assert stopped["budget"]["max_evals"] == 6
     assert candidate["id"] == "t1" and "ModelNew" in candidate["code"] and candidate["verdict"]["status"]
 
 

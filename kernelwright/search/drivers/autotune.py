@@ -140,6 +140,9 @@ def _tune(store, plan: _Plan, on_progress: Callable[[dict], None] | None) -> Run
         result = optimize_without_llm(plan.problem_path, budget_evals=plan.budget, judge_config=plan.judge,
                                       on_result=on_result, workers=plan.workers, seed=plan.seed,
                                       workdir=plan.run_dir / "autotune", cache=cache)
+    except KeyboardInterrupt:
+        store.update_run(run_id, status="interrupted", detail="stopped by the user", spend=spend)
+        raise
     finally:
         cache.close()
     best_id = _best_candidate(store, run_id, result.best_source)
