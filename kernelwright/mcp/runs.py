@@ -139,8 +139,9 @@ class RunManager:
                                "killed; everything it stored is kept, resume it to go on")
         if process["state"] != "running" and (stored is None or process.get("exit_code") not in (None, 0)):
             out["log_tail"] = _tail(run_dir / LOG_FILE)
-        out["resume"] = {"tool": f"optimize_resume(run={run_dir.name!r})",
-                         "cli": f"kernelwright optimize --resume {self.ws.shown(run_dir)}"}
+        if stored is not None:
+            out["resume"] = {"tool": f"optimize_resume(run={run_dir.name!r})",
+                             "cli": f"kernelwright optimize --resume {self.ws.shown(run_dir)}"}
         return out
 
     def best(self, run_dir: Path) -> dict[str, Any]:
