@@ -170,6 +170,9 @@ class RunManager:
         process = self._process(run_dir)
         if process["state"] != "running":
             raise ToolInputError(CONFLICT, f"run {run_dir.name} is not running", "run")
+        if process.get("outside"):
+            raise ToolInputError(CONFLICT, f"run {run_dir.name} was started outside this server (pid "
+                                           f"{process['pid']}); stop it where it runs", "run")
         pid = process["pid"]
         for sig, grace in ((signal.SIGINT, STOP_GRACE_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
             try:
@@ -196,6 +199,10 @@ class RunManager:
         pid = record.get("pid") if record else None
         if isinstance(pid, int) and _alive(pid, run_dir):
             return {"state": "running", "pid": pid, "exit_code": None, "note": "started by an earlier server"}
+        other = _optimize_process(run_dir)
+        if other is not None:
+            return {"state": "running", "pid": other, "exit_code": None, "outside": True,
+                    "note": "a `kernelwright optimize` started outside this server works on this run"}
         return {"state": "not running", "pid": None, "exit_code": None}
 
 
@@ -270,6 +277,19 @@ def _alive(pid: int, run_dir: Path) -> bool:
     except OSError:
         return False
     return str(run_dir) in cmdline.replace("\x00", " ")
+
+
+def _optimize_process(run_dir: Path) -> int | None:
+    """The pid of a live `kernelwright optimize` naming this run folder (e.g. a CLI resume in a
+    terminal), so a second process is never started on the same run."""
+    for entry in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = entry.read_bytes().decode(errors="replace").split("\x00")
+        except OSError:
+            continue
+        if "optimize" in words and any(w.rstrip("/").endswith(run_dir.name) for w in words):
+            return int(entry.parent.name)
+    return None
 
 
 def _read_json(path: Path) -> dict | None:
