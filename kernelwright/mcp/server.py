@@ -57,8 +57,8 @@ def build_server(ws: Workspace) -> MCPServer:
     """An MCPServer whose tools and resources work on `ws`."""
     from kernelwright import __version__
 
-    server = KernelwrightServer("kernelwright", title="kernelwright", version=__version__, instructions=INSTRUCTIONS,
-                       log_level="WARNING")
+    server = KernelwrightServer("kernelwright", title="kernelwright", version=__version__,
+                                instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(ws)
     for name in TOOL_NAMES:
         read_only = name in READ_ONLY
