@@ -24,7 +24,7 @@ INTERVAL_S = 1.0
 async def run_blocking(ctx: Any, work: Callable[[], Any], describe: Callable[[], str], *,
                        limiter: anyio.CapacityLimiter | None = None, interval: float = INTERVAL_S) -> Any:
     """`work()` in a thread; progress notifications through `ctx` (an MCP Context, or None)."""
-    start = time.monotonic()
+    progress = Progress(ctx)
     result: dict[str, Any] = {}
 
     async def beat() -> None:
@@ -34,7 +34,7 @@ async def run_blocking(ctx: Any, work: Callable[[], Any], describe: Callable[[],
                 message = describe()
             except Exception:  # noqa: BLE001 - a status line must never stop the work
                 message = "working"
-            await report(ctx, time.monotonic() - start, message)
+            await progress.report(message)
 
     async with anyio.create_task_group() as group:
         group.start_soon(beat)
@@ -46,18 +46,27 @@ async def run_blocking(ctx: Any, work: Callable[[], Any], describe: Callable[[],
             group.cancel_scope.cancel()
     if "error" in result:
         raise result["error"]
-    await report(ctx, time.monotonic() - start, "done")
+    await progress.report("done")
     return result["value"]
 
 
-async def report(ctx: Any, elapsed: float, message: str) -> None:
-    """One progress notification; a closed or progress-less session is not an error."""
-    if ctx is None:
-        return
-    try:
-        await ctx.report_progress(round(elapsed, 1), None, f"{message} ({elapsed:.0f} s)")
-    except Exception as exc:  # noqa: BLE001 - progress is best effort; the work goes on
-        log.debug("progress notification not sent: %s", exc)
+class Progress:
+    """Progress notifications of one request: elapsed seconds, strictly increasing as the protocol
+    asks, with a message; a closed or progress-less session is not an error."""
+
+    def __init__(self, ctx: Any):
+        self.ctx, self.start, self.last = ctx, time.monotonic(), 0.0
+
+    async def report(self, message: str) -> None:
+        if self.ctx is None:
+            return
+        elapsed = time.monotonic() - self.start
+        value = max(round(elapsed, 1), round(self.last + 0.1, 1))
+        self.last = value
+        try:
+            await self.ctx.report_progress(value, None, f"{message} ({elapsed:.0f} s)")
+        except Exception as exc:  # noqa: BLE001 - progress is best effort; the work goes on
+            log.debug("progress notification not sent: %s", exc)
 
 
 class JudgeStages:

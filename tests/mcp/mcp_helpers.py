@@ -19,18 +19,22 @@ EXAMPLES = REPO / "examples"
 CALL_TIMEOUT_S = 280
 
 
-def server_env() -> dict[str, str]:
-    """This process's environment (so TRITON_INTERPRET, caches and the GPU setting carry over), with
-    the worktree on the path and no LLM configured (optimize falls back to the autopilot)."""
+def server_env(cache: Path | None = None) -> dict[str, str]:
+    """This process's environment (so TRITON_INTERPRET and the GPU setting carry over), with the
+    worktree on the path and no LLM configured (optimize falls back to the autopilot). With `cache`,
+    the judge's caches and its CPU device lock live there: judges of other test runs on the same
+    machine then never hold this server's judge waiting for the lock."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWRIGHT_LLM")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    if cache is not None:
+        env["KW_CACHE_DIR"] = str(cache)
     return env
 
 
 def stdio_params(workspace: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable,
                                  args=["-m", "kernelwright", "mcp", "--workspace", str(workspace), *extra],
-                                 env=server_env(), cwd=str(workspace))
+                                 env=server_env(workspace / ".kw-cache"), cwd=str(workspace))
 
 
 def client(workspace: Path, *extra: str) -> Client:
@@ -80,7 +84,8 @@ def http_server(workspace: Path, port: int):
     """`kernelwright mcp --http 127.0.0.1:PORT` in a subprocess, until the block ends."""
     proc = subprocess.Popen([sys.executable, "-m", "kernelwright", "mcp", "--workspace", str(workspace),
                              "--allow", str(EXAMPLES), "--http", f"127.0.0.1:{port}"],
-                            env=server_env(), cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            env=server_env(workspace / ".kw-cache"), cwd=workspace, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
