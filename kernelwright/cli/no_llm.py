@@ -5,11 +5,14 @@ honoured or refused with a reason (exit 2), never silently ignored:
 
 - honoured: --max-evals (instances judged), --max-minutes (active time; checked before each
   instance, so the run ends at most one instance's judging after the limit), --set judge.FIELD
-  and problem size constants, --backend triton, --eval local, --eval-workers, --seed, --run-dir,
-  --workspace, --config ([judge] and the budgets above from [optimize]), --quiet, --json, --resume;
+  and problem size constants, --backend triton, --eval local, --eval batch (each round of instances
+  becomes requests in a batch folder; --target names the device whose limits prune them),
+  --eval-workers, --seed, --run-dir, --workspace, --config ([judge] and the budgets above from
+  [optimize]), --quiet, --json, --resume;
 - refused: --backend cuda (the templates are Triton), --strategy and search settings in --set
   (they steer the agents' search), --max-calls/--max-tokens/--max-usd (there is no LLM to spend
-  on), --eval batch (the tuner judges as it goes), --skills (skills are for the agents).
+  on), --eval ray (the tuner judges here or through a batch folder), --skills (skills are for the
+  agents).
 """
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ def refused_flags(*, backend: str | None, strategy: str | None, limits: dict[str
             reasons.append(f"--{name.replace('_', '-')}: there is no LLM to spend on")
     if search_sets:
         reasons.append(f"--set {', '.join(sorted(search_sets))}: search settings apply to the agents' search")
-    if eval_mode == "batch":
-        reasons.append("--eval batch: the template tuner judges each instance before choosing the next")
+    if eval_mode and eval_mode.startswith("ray"):
+        reasons.append(f"--eval {eval_mode}: the template tuner judges here (local) or through a batch folder (batch)")
     if skills:
         reasons.append("--skills: skills are retrieved into the agents' prompts")
     return reasons

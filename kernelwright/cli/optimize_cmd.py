@@ -235,59 +235,51 @@ def report_outcome(outcome, to_stdout: bool = True) -> None:
     out.print(f"run folder: {outcome.run_dir}", soft_wrap=True, highlight=False)
 
 
-def _suite_table(results: list[tuple[Path, Any]]) -> Table:
-    table = Table(title="suite")
-    for column in ("problem", "status", "best", "run folder"):
-        table.add_column(column)
-    for path, outcome in results:
-        if isinstance(outcome, Exception):
-            table.add_row(path.name, "[red]error[/]", escape(str(outcome)[:80]), "-")
-            continue
-        best = fmt_speedup(outcome.best_speedup) if outcome.best_speedup is not None else "-"
-        table.add_row(path.name, outcome.status, best, str(outcome.run_dir))
-    return table
-
-
 def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False,
-              json_out: bool = False) -> int:
-    """Each problem in its own run, with or without an LLM; Ctrl-C stops the suite."""
-    from kernelwright.problem import ProblemError
-    from kernelwright.search.drivers.session import RunError
+              json_out: bool = False, label: str = "", resume: str | None = None) -> int:
+    """Every problem in its own run, all going on at once in one suite folder (search/drivers/suite.py);
+    `resume` continues a suite folder instead."""
+    from kernelwright.search.drivers import suite as driver
+    from kernelwright.store.suite import entries_for, read_manifest
 
-    done: list[tuple[Path, Any]] = []
-    if options.run_dir:
-        raise UsageError("--run-dir names one run; a suite puts its runs under --workspace")
-    if not problems:
+    from . import suite_view
+
+    names = [e.name for e in (read_manifest(resume).entries if resume else entries_for(problems))]
+    if not names:
         raise UsageError("the suite holds no problem files")
-    for path in problems:
-        console.rule(str(path))
-        try:
-            outcome = _run_one(dataclasses.replace(options, problem=str(path)), quiet, no_model)
-            report_outcome(outcome, to_stdout=not json_out)
-            done.append((path, outcome))
-        except (RunError, ProblemError) as exc:
-            console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-            done.append((path, exc))
-            continue
-        if outcome.status == "interrupted":
-            break
-    (console if json_out else results).print(_suite_table(done))
+    with suite_view.SuiteProgress(console, names) as progress:
+        on_progress = None if quiet else progress
+        if resume:
+            outcome = driver.resume_suite(resume, options, on_progress)
+        else:
+            outcome = driver.run_suite(problems, options, no_model, label, on_progress)
+    out = console if json_out else results
+    out.print(suite_view.summary_table(outcome))
+    for line in suite_view.closing_lines(outcome):
+        out.print(escape(line), soft_wrap=True, highlight=False)
     if json_out:
-        typer.echo(json.dumps({"suite": [_suite_item(p, o) for p, o in done]}, indent=2))
-    codes = [exits.EXIT_FAILED if isinstance(o, Exception) else o.exit_code for _, o in done]
-    if exits.EXIT_INTERRUPTED in codes:
-        return exits.EXIT_INTERRUPTED
-    return exits.EXIT_FAILED if exits.EXIT_FAILED in codes else max(codes, default=0)
+        typer.echo(json.dumps(suite_view.suite_json(outcome), indent=2))
+    if outcome.exit_code == exits.EXIT_INTERRUPTED:
+        exits.exit_now(outcome.exit_code)
+    return outcome.exit_code
 
 
-def _suite_item(path: Path, outcome: Any) -> dict[str, Any]:
-    if isinstance(outcome, Exception):
-        return {"problem": str(path), "status": "error", "detail": str(outcome), "exit_code": exits.EXIT_FAILED}
-    return {"problem": str(path), **outcome.to_dict()}
+def suite_of(targets: list[str]) -> tuple[list[Path], str] | None:
+    """(problems, label) when the targets make a suite (a folder, a list file, several of either or
+    several problem files); None for one problem file."""
+    problems: list[Path] = []
+    for text in targets:
+        found = suite_problems(Path(text))
+        problems += found if found is not None else [Path(text)]
+    if len(targets) == 1 and suite_problems(Path(targets[0])) is None:
+        return None
+    label = "+".join(Path(t).stem for t in targets)[:40]
+    return problems, label
 
 
 def optimize(
-    problem: Optional[str] = typer.Argument(None, help="problem file, a folder of them, or a .txt list (a suite)"),
+    problem: Optional[list[str]] = typer.Argument(None, help="problem file; or a suite: a folder of them, a .txt "
+                                                "list, or several of these"),
     llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for every agent, e.g. openai:gpt-5, "
                                       "exchange (prompts as files in RUN_DIR/exchange), replay:CASSETTE.jsonl; "
                                       "none given (no KW_LLM, no config default): the template autotuner runs"),
@@ -303,8 +295,10 @@ def optimize(
     max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="active wall time"),
     set_: list[str] = typer.Option([], "--set", help="name=value: a search setting, judge.FIELD, "
                                    "or a problem size constant; repeatable"),
-    run_dir: Optional[str] = typer.Option(None, "--run-dir", help="folder of this run (default WORKSPACE/RUN_ID)"),
-    resume: Optional[str] = typer.Option(None, "--resume", help="continue the run in this folder"),
+    run_dir: Optional[str] = typer.Option(None, "--run-dir", help="folder of this run, or of a suite "
+                                          "(default WORKSPACE/RUN_ID)"),
+    resume: Optional[str] = typer.Option(None, "--resume", help="continue the run (or every run of the suite) in "
+                                         "this folder"),
     eval_mode: Optional[str] = typer.Option(None, "--eval", help="local (judge here), batch (requests in "
                                             "RUN_DIR/evals), or ray / ray:ADDRESS (a Ray cluster)"),
     target: Optional[str] = typer.Option(None, "--target", help="the device candidates are judged on: a known GPU "
@@ -333,8 +327,8 @@ def optimize(
               "max_minutes": max_minutes}
     with exits.sigterm_interrupts():
         try:
-            code = _optimize(problem, resume, dict(
-                problem=problem, resume=resume, llm=llm, llm_roles=llm_role, backend=backend, strategy=strategy,
+            code = _optimize(problem or [], resume, dict(
+                problem=(problem or [None])[0], resume=resume, llm=llm, llm_roles=llm_role, backend=backend, strategy=strategy,
                 limits=limits, sets=set_, run_dir=run_dir, eval_mode=eval_mode, config_file=config,
                 workspace=workspace, skill_dirs=skills, eval_workers=eval_workers, seed=seed, rules=rules,
                 target=target), quiet, json_out)
@@ -344,14 +338,19 @@ def optimize(
     raise typer.Exit(code)
 
 
-def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], quiet: bool, json_out: bool) -> int:
+def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], quiet: bool, json_out: bool) -> int:
     """The command's work; returns the exit code (errors are printed here)."""
     from kernelwright.problem import ProblemError
     from kernelwright.search.drivers.loop import ReplayDiverged
     from kernelwright.search.drivers.session import RunError, stored_mode
+    from kernelwright.store.suite import SuiteError, is_suite
 
     try:
         options = build_options(**flags)
+        if resume and is_suite(resume):
+            _warn_fixed_on_resume(flags)
+            check_environment(options.backend, flags["eval_mode"] or _suite_eval(resume), options.judge.device)
+            return run_suite([], options, quiet, json_out=json_out, resume=resume)
         if resume:
             _warn_fixed_on_resume(flags)
             no_model = stored_mode(resume) == "autotune"
@@ -361,10 +360,10 @@ def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], qu
             _check_resumed_environment(resume, flags["eval_mode"])
             outcome = _run_one(options, quiet)
         else:
-            target = Path(problem)
-            if not target.exists():
-                raise UsageError(f"{problem}: file not found")
-            suite = suite_problems(target)
+            for text in targets:
+                if not Path(text).exists():
+                    raise UsageError(f"{text}: file not found")
+            suite = suite_of(targets)
             no_model = not llm_configured(options)
             if no_model:
                 search_sets = split_sets(_pairs(flags["sets"], "--set"))[0]
@@ -377,9 +376,9 @@ def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], qu
             if no_model:
                 announce_without_llm()
             if suite is not None:
-                return run_suite(suite, options, quiet, no_model, json_out)
+                return run_suite(suite[0], options, quiet, no_model, json_out, label=suite[1])
             outcome = _run_one(options, quiet, no_model)
-    except (UsageError, ConfigError, ProblemError, RunError) as exc:
+    except (UsageError, ConfigError, ProblemError, RunError, SuiteError) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         return exits.EXIT_USAGE
     except (ReplayDiverged, EnvironmentMissing) as exc:
@@ -391,6 +390,12 @@ def _optimize(problem: str | None, resume: str | None, flags: dict[str, Any], qu
     if outcome.status == "interrupted":
         exits.exit_now(outcome.exit_code)
     return outcome.exit_code
+
+
+def _suite_eval(suite_dir: str) -> str:
+    from kernelwright.store.suite import read_manifest
+
+    return read_manifest(suite_dir).eval
 
 
 def _warn_fixed_on_resume(flags: dict[str, Any]) -> None:

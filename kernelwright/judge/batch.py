@@ -23,6 +23,8 @@ A request (JSON object):
     candidate_source  the candidate's source text; candidate_name names it (default NAME)
     config            JudgeConfig fields to override (see kernelwright/judge/config.py)
     profile           optional; true: profile the candidate too when it passes (budget permitting)
+    priority          optional number; lower is judged first (a suite puts every problem's first
+                      evaluation before anyone's second), then by name
 """
 from __future__ import annotations
 
@@ -53,9 +55,11 @@ class BatchError(Exception):
 
 
 def write_request(folder: str | Path, name: str, problem: str | Path | SourceText, candidate_source: str,
-                  config: JudgeConfig | dict[str, Any] | None = None, profile: bool = False) -> Path:
+                  config: JudgeConfig | dict[str, Any] | None = None, profile: bool = False,
+                  priority: float | None = None) -> Path:
     """Write NAME.request.json into `folder` (atomically); `problem` is a path or a SourceText;
-    `profile` asks for a profile when the candidate passes."""
+    `profile` asks for a profile when the candidate passes; `priority` orders the runner's work
+    (lower first)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"schema": REQUEST_SCHEMA, "name": name, "candidate_source": candidate_source,
@@ -70,6 +74,8 @@ def write_request(folder: str | Path, name: str, problem: str | Path | SourceTex
         data["config"] = dict(config or {})
     if profile:
         data["profile"] = True
+    if priority is not None:
+        data["priority"] = priority
     path = folder / f"{name}{REQUEST_SUFFIX}"
     atomic_write(path, json.dumps(data, indent=1))
     return path
@@ -97,6 +103,15 @@ def verdict_path(request: Path) -> Path:
 def pending(folder: str | Path) -> list[Path]:
     """Request files that have no verdict yet, by name."""
     return sorted(p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}") if not verdict_path(p).exists())
+
+
+def request_priority(path: Path) -> float:
+    """A request's `priority` (0 when absent or unreadable: a bad request is answered at once anyway)."""
+    try:
+        value = json.loads(path.read_text()).get("priority", 0)
+        return float(value) if isinstance(value, (int, float)) else 0.0
+    except (OSError, ValueError, AttributeError):
+        return 0.0
 
 
 def read_verdicts(folder: str | Path) -> dict[str, Verdict]:
@@ -141,7 +156,8 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
     returns the names judged (in completion order)."""
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
-    for path in (p for f in folders for p in pending(f)):
+    waiting = [p for f in folders for p in pending(f)]
+    for path in sorted(waiting, key=lambda p: (request_priority(p), p.name)):  # the pool starts them in order
         try:
             jobs.append(read_request(path, base))
             paths.append(path)

@@ -123,8 +123,11 @@ def render_prompt(request: CompletionRequest, request_hash: str, created_at: str
         message_template.substitute(number=i, count=count, role=m.role, content=m.content.rstrip())
         for i, m in enumerate(request.messages, start=1))
     page = Template((TEMPLATES / "exchange_prompt.md").read_text(encoding="utf-8"))
+    problem = request.metadata.get("problem") or "named in the messages below"
+    run = request.metadata.get("run_id")
     return page.substitute(
         short=request_hash[:SHORT_HASH], hash=request_hash, role=request.role,
+        problem=f"`{problem}`" + (f" (run `{run}`)" if run else ""),
         max_tokens=request.max_tokens, temperature=request.temperature,
         stop=", ".join(f"`{s}`" for s in request.stop) if request.stop else "none",
         created_at=created_at, answer_name=paths["answer"].name,

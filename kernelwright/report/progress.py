@@ -49,6 +49,8 @@ def progress_line(snapshot: dict[str, Any]) -> str:
     if snapshot.get("mode") == "autotune":
         stored = f", {snapshot['stored_before']} from the store" if snapshot.get("stored_before") else ""
         what = f"{snapshot.get('candidates', 0)} instances ({evals} judged{stored}), {snapshot.get('passing', 0)} correct"
+    elif snapshot.get("mode") == "import":
+        what = f"{snapshot.get('candidates', 0)} imported candidates ({evals} judged), {snapshot.get('passing', 0)} correct"
     else:
         what = (f"{snapshot.get('candidates', 0)} candidates, {max(0, snapshot.get('passing', 0))} correct, "
                 f"{spend.get('calls', 0)} LLM calls, {evals} evaluations")

@@ -9,6 +9,7 @@ times are CPU wall time, which the verdicts say.
 from __future__ import annotations
 
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,11 @@ from .evaluate import JudgeEvaluator, Measurement
 from .hardware import DeviceLimits, detect_limits
 from .template import Template
 from .tuner import Trial, TuneResult, tune_groupwise
+
+
+# matching traces the problem with torch.export, which is not thread-safe: a suite tunes its problems
+# in threads, and two exports at once can fall back to static shapes (another template, other requests)
+_MATCHING = threading.Lock()
 
 
 @dataclass
@@ -101,10 +107,14 @@ def optimize_without_llm(
     limits: DeviceLimits | None = None,
     workdir: str | Path | None = None,
     stop: Callable[[], bool] | None = None,
+    make_evaluator: Callable[..., Any] | None = None,
+    batch: int | None = None,
 ) -> AutopilotResult:
     """Match, tune and verify `problem_path` with the built-in templates; never raises for a
     problem the library cannot handle (the result says why). `stop()` is asked before each
-    instance is judged (a time limit); `cache` answers instances measured before."""
+    instance is judged (a time limit); `cache` answers instances measured before.
+    `make_evaluator` takes JudgeEvaluator's arguments and returns the evaluator to use (default
+    JudgeEvaluator: judged here); `batch` configurations are proposed at once (default `workers`)."""
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
@@ -115,25 +125,26 @@ def optimize_without_llm(
     shrink = config.shrink if config.shrink is not None else not _has_gpu()
     name = Path(problem_path).stem
     limits = limits or detect_limits()
-    match = _reference_match(problem_path, name)  # a reference that is a kernel: tune its own launches
-    if isinstance(match, str):
-        return AutopilotResult(name, False, match)
-    if match is None:
-        try:
-            problem = load_problem(problem_path, overrides=config.overrides, shrink=shrink)
-        except ProblemError as exc:
-            return AutopilotResult(name, False, f"cannot load the problem: {exc}")
-        try:
-            match = build_template(problem, allow_tf32=config.allow_tf32, limits=limits, seed=seed)
-        except NoTemplate as exc:
-            return AutopilotResult(name, False, _no_template_message(problem, exc))
+    with _MATCHING:
+        match = _reference_match(problem_path, name)  # a reference that is a kernel: tune its own launches
+        if isinstance(match, str):
+            return AutopilotResult(name, False, match)
+        if match is None:
+            try:
+                problem = load_problem(problem_path, overrides=config.overrides, shrink=shrink)
+            except ProblemError as exc:
+                return AutopilotResult(name, False, f"cannot load the problem: {exc}")
+            try:
+                match = build_template(problem, allow_tf32=config.allow_tf32, limits=limits, seed=seed)
+            except NoTemplate as exc:
+                return AutopilotResult(name, False, _no_template_message(problem, exc))
     template = match.template
     folder = Path(workdir or tempfile.mkdtemp(prefix="kw-autopilot-"))
     folder.mkdir(parents=True, exist_ok=True)
     template_path = folder / f"{name}.template.py"
     template_path.write_text(template.source)
-    evaluator = JudgeEvaluator(problem_path, config, workers=workers, workdir=folder / "instances",
-                               cache=cache, limits=limits)
+    evaluator = (make_evaluator or JudgeEvaluator)(problem_path, config, workers=workers,
+                                                   workdir=folder / "instances", cache=cache, limits=limits)
 
     def handle(trial: Trial) -> None:
         if on_result is not None:
@@ -142,7 +153,7 @@ def optimize_without_llm(
             on_result(step)
 
     result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget_evals, limits=limits, seed=seed,
-                            batch=workers, first=[template.defaults], on_result=handle, stop=stop)
+                            batch=batch or workers, first=[template.defaults], on_result=handle, stop=stop)
     return _summarize(name, match, template, result, str(template_path))
 
 

@@ -115,7 +115,8 @@ class JudgeEvaluator:
     """Judge each instance in its own process, `workers` at a time, with the tuning cache."""
 
     def __init__(self, problem_path: str | Path, config=None, *, workers: int = 1, workdir: str | Path | None = None,
-                 cache: TuneCache | None = None, limits: DeviceLimits | None = None, allow_spills: bool = False):
+                 cache: TuneCache | None = None, limits: DeviceLimits | None = None, allow_spills: bool = False,
+                 pool=None):
         from kernelwright.judge import JudgeConfig
 
         self.problem_path = str(problem_path)
@@ -126,6 +127,7 @@ class JudgeEvaluator:
         self.cache = cache
         self.limits = limits or detect_limits()
         self.allow_spills = allow_spills
+        self.pool = pool  # a JudgePool shared with other tuners (a suite's problems); else one per batch
         self.device = judge_device(self.config)
         settings = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_CONTEXT}
         self.context = digest({"problem": Path(problem_path).name, "judge": settings})
@@ -156,6 +158,8 @@ class JudgeEvaluator:
         if not paths:
             return []
         pairs = [(self.problem_path, str(p)) for p in paths]
+        if self.pool is not None:
+            return list(self.pool.judge_many([(problem, path, self.config) for problem, path in pairs]))
         try:
             from kernelwright.judge.pool import JudgePool
         except ImportError:

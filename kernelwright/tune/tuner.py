@@ -98,9 +98,10 @@ def tune(
         search.proposed.add(config_key(config))
     pending = list(seeded)
     while len(result.trials) < budget and not (stop is not None and stop()):
-        room = budget - len(result.trials)
-        asked = pending[:room] if pending else search.ask(min(max(1, batch), room))
-        pending = pending[len(asked):] if pending else []
+        take = min(max(1, batch), budget - len(result.trials))
+        asked, pending = pending[:take], pending[take:]  # seeded configurations first, in the same batch
+        if len(asked) < take:
+            asked += search.ask(take - len(asked))
         if not asked:
             break
         for measurement in evaluator.evaluate(template, asked):

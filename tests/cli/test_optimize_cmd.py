@@ -64,11 +64,11 @@ def user(tmp_path, monkeypatch):
 
 def test_without_an_llm_each_meaningless_flag_is_refused_before_any_work(user):
     result = runner.invoke(app, ["optimize", str(EXAMPLE), "--backend", "cuda", "--strategy", "beam",
-                                 "--max-usd", "2", "--max-calls", "9", "--set", "iterations=3", "--eval", "batch",
+                                 "--max-usd", "2", "--max-calls", "9", "--set", "iterations=3", "--eval", "ray",
                                  "--skills", str(user)])
     assert result.exit_code == 2, result.output
     for flag in ("--backend cuda", "--strategy beam", "--max-usd", "--max-calls", "--set iterations",
-                 "--eval batch", "--skills"):
+                 "--eval ray", "--skills"):
         assert flag in result.output
     assert "give --llm SPEC" in result.output
     assert not (user / "kw-runs").exists()

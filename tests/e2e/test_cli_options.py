@@ -90,7 +90,7 @@ def test_suite_is_a_folder_or_a_list(tmp_path):
     assert suite_problems(tmp_path / "a.py") is None
 
 
-def test_a_suite_runs_every_problem_each_in_its_own_run(tmp_path, monkeypatch):
+def test_a_suite_runs_every_problem_in_one_suite_folder_with_one_exchange_folder(tmp_path, monkeypatch):
     suite = tmp_path / "suite"
     suite.mkdir()
     for scale in (2, 3):
@@ -99,11 +99,18 @@ def test_a_suite_runs_every_problem_each_in_its_own_run(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["optimize", str(suite), "--llm", "exchange", "--quiet",
                                       "--workspace", str(tmp_path / "ws"), "--set", "skills_k=0"])
     assert result.exit_code == 75, result.output  # both runs wait for their first prompt
-    runs = sorted((tmp_path / "ws").glob("*/run.sqlite"))
-    assert len(runs) == 2
-    assert all(list(db.parent.glob("exchange/*.prompt.md")) for db in runs)
-    listed = CliRunner().invoke(app, ["runs", "list", "--dir", str(tmp_path / "ws")])
+    (suite_dir,) = [p.parent for p in (tmp_path / "ws").glob("*/suite.json")]
+    runs = sorted(suite_dir.glob("*/run.sqlite"))
+    assert [db.parent.name for db in runs] == ["p2", "p3"]
+    prompts = sorted((suite_dir / "exchange").glob("*.prompt.md"))  # one folder for the whole suite
+    assert len(prompts) == 2 and not list(suite_dir.glob("p*/exchange"))
+    assert sorted(p.read_text().split("| problem | `")[1].split("`")[0] for p in prompts) == ["p2", "p3"]
+    assert f"kernelwright optimize --resume {suite_dir}" in result.output
+    listed = CliRunner().invoke(app, ["runs", "list", "--dir", str(suite_dir)])
     assert listed.exit_code == 0 and "p2" in listed.output and "p3" in listed.output
+    again = CliRunner().invoke(app, ["optimize", "--resume", str(suite_dir), "--quiet"])
+    assert again.exit_code == 75, again.output  # the same prompts still wait; nothing new is written
+    assert sorted((suite_dir / "exchange").glob("*.prompt.md")) == prompts
 
 
 SORT = """import torch

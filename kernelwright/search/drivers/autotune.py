@@ -8,6 +8,14 @@ is the tuner's cache (`StoredMeasurements`): `--resume` replays the tuner, and e
 earlier session stored is answered from the store, never judged again. Ctrl-C (or SIGTERM) ends
 the run as `interrupted`; after `kill -9` the run lock is free and a resume picks it up.
 
+Batch evaluation (`--eval batch`): every instance becomes a request in the run's batch folder
+(RUN_DIR/evals, or the folder a suite's runs share) instead of being judged here; the tuner
+proposes a whole round at once (the run's remaining budget, per kernel group of the template), the
+run pauses (exit 75), and `--resume` after `kernelwright judge --batch FOLDER` replays the tuner:
+instances stored before come from the store, verdicts found in the folder are stored, and the next
+round's requests are written. Requests are built at the problem's real sizes (never shrunk: they
+are judged on the GPU), pruned for the `--target` device (else the H100's limits).
+
 Limits: `max_evals` is the number of instances (default 16); `max_minutes` is active time, checked
 before each instance but the first, so no instance starts after the limit and a run ends at most
 one instance's judging after it. Each instance records the active time at which it was stored. An instance
@@ -17,7 +25,10 @@ cause; a run in which no instance passed is `failed`, never `done`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -94,6 +105,14 @@ class _Plan:
     seed: int
     workers: int
     elapsed_before: float = 0.0
+    eval_mode: str = "local"  # "local" or "batch"
+    batch_dir: Path | None = None  # batch: the folder requests go to
+    prefix: str = ""  # batch: starts every request's name (a suite's shared folder)
+    problem_source: str = ""
+    problem_name: str = ""
+    target: dict | None = None  # batch: the judging device (judge.target.Target as a dict), for pruning
+    pool: Any = None  # local: a JudgePool shared with a suite's other runs
+    stop_event: threading.Event | None = None  # set by a suite on Ctrl-C
 
 
 class AutotuneSession:
@@ -125,6 +144,9 @@ class AutotuneSession:
         has at least one instance (a run that judged nothing would be of no use)."""
         if self.fatal:
             return True
+        if self.plan.stop_event is not None and self.plan.stop_event.is_set():
+            self.stop_reason = "interrupted"
+            return True
         minutes = self.plan.limits.max_minutes
         if minutes is not None and self.cache.by_key and self.elapsed() >= minutes * 60:
             self.stop_reason = f"time budget reached ({self.elapsed() / 60:.2f} of {minutes:g} minutes)"
@@ -132,12 +154,20 @@ class AutotuneSession:
         return False
 
     def on_result(self, step) -> None:
+        self.record(step.params, step.source, step.measurement, step.template_name)
+
+    def on_found(self, template, params: dict, source: str, measurement) -> None:
+        """A verdict of a partly judged batch round: stored now, before the run pauses."""
+        self.record(params, source, measurement, template.name)
+
+    def record(self, params: dict, source: str, measurement_obj, template_name: str) -> None:
+        """Store one judged instance as candidate tN (once), and follow the best."""
         from kernelwright.judge.preflight import environment_error
 
-        key = self.cache.key_of(step.params)
+        key = self.cache.key_of(params)
         known = self.cache.by_key.get(key)
         cid = known[0] if known else f"t{self.next_index}"
-        measurement = step.measurement.to_dict()
+        measurement = measurement_obj.to_dict()
         verdict = measurement.pop("verdict", None)
         if known is None:
             self.next_index += 1
@@ -146,16 +176,16 @@ class AutotuneSession:
                 self.store.save_verdict(self.plan.run_id, cid, verdict)
             self.store.upsert_candidates(self.plan.run_id, [{
                 "id": cid, "parent_id": "c0", "search_parent": "c0", "action": "tune",
-                "status": STATUS_OF.get(step.measurement.status, "fail"), "code": step.source,
-                "plan": json.dumps(step.params, sort_keys=True), "approach_key": step.template_name,
-                "speedup": _speedup(verdict), "reason": step.measurement.error or "",
+                "status": STATUS_OF.get(measurement_obj.status, "fail"), "code": source,
+                "plan": json.dumps(params, sort_keys=True), "approach_key": template_name,
+                "speedup": _speedup(verdict), "reason": measurement_obj.error or "",
                 "measurement": measurement, "cache_key": key, "elapsed_s": round(self.elapsed(), 3)}])
             self.cache.by_key[key] = (cid, {**measurement, "verdict": verdict})
         self.seen.add(cid)
-        if step.measurement.ok:
+        if measurement_obj.ok:
             self.passing.add(cid)
-            if self.best is None or step.measurement.time_ms < self.best[0]:
-                self.best = (step.measurement.time_ms, cid)
+            if self.best is None or measurement_obj.time_ms < self.best[0]:
+                self.best = (measurement_obj.time_ms, cid)
                 self._record_best()
         elif self.fatal is None:
             self.fatal = environment_error(verdict)
@@ -182,8 +212,33 @@ class AutotuneSession:
         if self.on_progress is not None:
             self.on_progress(self.snapshot())
 
+    def _evaluator_options(self) -> dict[str, Any]:
+        """How instances are judged: here (optionally through a suite's shared pool) or as requests
+        in a batch folder, proposed a whole round at a time and pruned for the target's limits."""
+        plan = self.plan
+        if plan.eval_mode != "batch":
+            if plan.pool is None:
+                return {}
+            from kernelwright.tune.evaluate import JudgeEvaluator
+
+            return {"make_evaluator": functools.partial(JudgeEvaluator, pool=plan.pool)}
+        from kernelwright.tune.batch_eval import BatchEvaluator
+
+        options: dict[str, Any] = {
+            "make_evaluator": functools.partial(BatchEvaluator, folder=plan.batch_dir, prefix=plan.prefix,
+                                                problem_source=plan.problem_source,
+                                                problem_name=plan.problem_name, on_found=self.on_found),
+            "batch": plan.budget}
+        if plan.target:
+            from kernelwright.judge.target import Target
+            from kernelwright.tune.hardware import from_target
+
+            options["limits"] = from_target(Target.from_dict(plan.target))
+        return options
+
     def tune(self) -> RunOutcome:
         from kernelwright.tune.autopilot import optimize_without_llm
+        from kernelwright.tune.batch_eval import VerdictsPending
 
         plan = self.plan
         self.store.update_run(plan.run_id, status="running", detail=None)
@@ -191,8 +246,13 @@ class AutotuneSession:
         try:
             result = optimize_without_llm(plan.problem_path, budget_evals=plan.budget, judge_config=plan.judge,
                                           on_result=self.on_result, workers=plan.workers, seed=plan.seed,
-                                          workdir=plan.run_dir / "autotune", cache=self.cache, stop=self.should_stop)
+                                          workdir=plan.run_dir / "autotune", cache=self.cache, stop=self.should_stop,
+                                          **self._evaluator_options())
         except KeyboardInterrupt:
+            return self.finish("interrupted", f"{INTERRUPTED_DETAIL}; continue with: {resume_command(plan.run_dir)}")
+        except VerdictsPending as pending:
+            return self.paused(pending)
+        if self.stop_reason == "interrupted":
             return self.finish("interrupted", f"{INTERRUPTED_DETAIL}; continue with: {resume_command(plan.run_dir)}")
         if not result.matched:
             return self.finish("failed", result.message)
@@ -204,6 +264,15 @@ class AutotuneSession:
             return self.finish("failed", f"no instance passed the judge: {why}")
         detail = result.message + (f"; stopped: {self.stop_reason}" if self.stop_reason else "")
         return self.finish("done", detail)
+
+    def paused(self, pending) -> RunOutcome:
+        folder = pending.folder
+        detail = (f"{len(pending.requests)} evaluation(s) pending in {folder}: run `kernelwright judge --batch "
+                  f"{folder}` (or `python -m kernelwright.judge.batch {folder}`) where the GPU is. Then: "
+                  f"{resume_command(self.plan.run_dir)}")
+        outcome = self.finish("paused", detail)
+        outcome.pending_evals = list(pending.requests)
+        return outcome
 
     def finish(self, status: str, detail: str) -> RunOutcome:
         from kernelwright.report.best import write_best
@@ -230,9 +299,19 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
         raise RunError(f"{run_dir} already holds a run; resume it with --resume {run_dir}")
     judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
     budget = options.limits.max_evals or DEFAULT_EVALS
+    eval_mode = options.eval_mode or "local"
+    if eval_mode not in ("local", "batch"):
+        raise RunError(f"--eval {eval_mode}: without an LLM the template tuner judges here (local) or through a "
+                       "batch folder (batch)")
     settings = {"mode": MODE, "problem": info.to_dict(), "judge": judge.to_dict(),
                 "limits": options.limits.to_dict(), "search": {"strategy": MODE}, "budget_evals": budget,
-                "seed": options.seed, "eval_workers": options.eval_workers}
+                "seed": options.seed, "eval_workers": options.eval_workers, "eval": eval_mode}
+    if eval_mode == "batch":
+        if judge.shrink is None:  # judged on the GPU at the problem's real sizes; the template is built for them
+            judge = dataclasses.replace(judge, shrink=False)
+        target = _batch_target(options.target)
+        settings.update(judge=judge.to_dict(), batch_dir=options.batch_dir or "evals",
+                        request_prefix=options.request_prefix, target=target)
     prepare_run_dir(options, run_dir)
     lock = hold_run(run_dir)
     try:
@@ -243,9 +322,33 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
                                               "code": info.source, "speedup": 1.0}])
             plan = _Plan(run_id, run_dir, info.path, judge, options.limits, budget, options.seed,
                          options.eval_workers)
+            _evaluation(plan, settings, store.run(run_id), options)
             return AutotuneSession(store, plan, on_progress).tune()
     finally:
         lock.release()
+
+
+def _batch_target(spec: str | None) -> dict | None:
+    """--target for a batch run (its limits prune the configurations); None: the H100's limits."""
+    if not spec:
+        return None
+    from .targets import _load
+
+    return _load(spec).to_dict()
+
+
+def _evaluation(plan: _Plan, settings: dict[str, Any], run: dict[str, Any], options: RunOptions) -> None:
+    """How the plan's instances are judged: the stored evaluation mode and batch folder, and what a
+    suite shares this session (a judge pool, a stop signal)."""
+    plan.eval_mode = settings.get("eval", "local")
+    if options.eval_mode and options.eval_mode != plan.eval_mode:
+        raise RunError(f"{plan.run_dir} was made with --eval {plan.eval_mode} and resumes with it (its stored "
+                       f"instances were judged that way); start a new run for --eval {options.eval_mode}")
+    plan.batch_dir = Path(os.path.normpath(plan.run_dir / settings.get("batch_dir", "evals")))
+    plan.prefix = settings.get("request_prefix") or ""
+    plan.target = settings.get("target")
+    plan.problem_source, plan.problem_name = run["problem_source"], run["problem_name"]
+    plan.pool, plan.stop_event = options.judge_pool, options.stop_event
 
 
 def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> RunOutcome:
@@ -269,6 +372,7 @@ def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> 
             plan = _Plan(run["id"], run_dir, run["problem_path"], JudgeConfig.from_dict(settings["judge"]), limits,
                          budget, int(settings.get("seed") or 0), workers,
                          elapsed_before=float((run.get("spend") or {}).get("elapsed_s") or 0.0))
+            _evaluation(plan, settings, run, options)
             return AutotuneSession(store, plan, on_progress).tune()
     finally:
         lock.release()

@@ -18,9 +18,10 @@ from .loop import Fatal, Pending
 
 
 class RouterAnswerer:
-    def __init__(self, router: Router, run_id: str, store=None):
+    def __init__(self, router: Router, run_id: str, store=None, problem: str = ""):
         self.router = router
         self.run_id = run_id
+        self.problem = problem  # named on exchange prompts (a suite's prompts share one folder)
         self.store = store  # failed calls are stored at once (they have no result to travel with)
         self._records: dict[str, dict[str, Any]] = {}
         router.on_call = self.on_call
@@ -38,6 +39,8 @@ class RouterAnswerer:
 
     async def answer(self, ask: CompletionAsk) -> Answer:
         metadata = {**ask.request.metadata, "run_id": self.run_id, "ask_id": ask.id, "agent": ask.agent}
+        if self.problem:
+            metadata["problem"] = self.problem
         request = replace(ask.request, metadata=metadata)
         try:
             completion = await self.router.complete(request)

@@ -12,7 +12,10 @@ not an answer about the candidate: the run stops (`Fatal`) with the cause, and t
 for a resume once the machine is fixed.
 
 Batch: the candidate becomes a request in RUN_DIR/evals/ for `kernelwright judge --batch` to
-evaluate elsewhere; until its verdict file appears the ask is pending and the run pauses.
+evaluate elsewhere; until its verdict file appears the ask is pending and the run pauses. The runs of
+a suite share one folder (SUITE_DIR/evals): each request's name starts with its run's name, and its
+priority (the candidate's number) lets the batch runner judge every problem's first candidates
+before anyone's later ones.
 """
 from __future__ import annotations
 
@@ -49,13 +52,13 @@ class LocalEvaluator:
     """
 
     def __init__(self, problem_source: str, problem_name: str, config: JudgeConfig, run_dir: str | Path,
-                 workers: int = 1):
+                 workers: int = 1, pool=None):
         self.problem_source = problem_source
         self.problem_name = problem_name
         self.config = config
         self.run_dir = Path(run_dir)
         self.workers = max(1, workers)
-        self._pool = None
+        self._pool = pool  # a suite's runs share one pool (each job carries its run's judge config)
 
     def pool(self):
         from kernelwright.judge.pool import JudgePool, visible_gpus
@@ -71,7 +74,7 @@ class LocalEvaluator:
         candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
         source = SourceText(ask.code, name=ask.candidate_id)
-        config = dataclasses.replace(self.config, profile=True) if ask.profile else None
+        config = dataclasses.replace(self.config, profile=True) if ask.profile else self.config
         try:
             verdict = await self.pool().ajudge(problem, source, config)
         except Exception as exc:  # the judge promises not to raise; if it does, say so
@@ -83,34 +86,52 @@ class LocalEvaluator:
 
 
 class BatchEvaluator:
-    """Requests carry the problem's source text, not its path: the folder is judged elsewhere."""
+    """Requests carry the problem's source text, not its path: the folder is judged elsewhere.
+    `folder` defaults to RUN_DIR/evals; `prefix` starts every request's name (a suite's shared folder)."""
 
-    def __init__(self, problem_source: str, problem_name: str, config: JudgeConfig, run_dir: str | Path):
+    def __init__(self, problem_source: str, problem_name: str, config: JudgeConfig, run_dir: str | Path,
+                 folder: str | Path | None = None, prefix: str = ""):
         self.problem_source = problem_source
         self.problem_name = problem_name
         self.config = config
         self.run_dir = Path(run_dir)
-        self.folder = self.run_dir / "evals"
+        self.folder = Path(folder) if folder is not None else self.run_dir / "evals"
+        self.prefix = prefix
 
     async def answer(self, ask: EvaluationAsk) -> Answer:
         from kernelwright.judge import batch
         from kernelwright.judge.api import SourceText
 
         candidate_file(self.run_dir, ask.candidate_id, ask.code)
-        verdict = _find_verdict(batch.read_verdicts(self.folder), ask.candidate_id) \
-            if self.folder.is_dir() else None
+        name = f"{self.prefix}{ask.candidate_id}"
+        verdict = _find_verdict(self.folder, name)
         if verdict is not None:
             return verdict_answer(verdict)
-        request = self.folder / f"{ask.candidate_id}{batch.REQUEST_SUFFIX}"
+        request = self.folder / f"{name}{batch.REQUEST_SUFFIX}"
         if not request.is_file():  # asked again after a resume: the request is already there
             problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
-            request = batch.write_request(self.folder, ask.candidate_id, problem, ask.code, self.config,
-                                          profile=ask.profile)
-        return _raise_pending(self.folder, ask.candidate_id, request)
+            request = batch.write_request(self.folder, name, problem, ask.code, self.config,
+                                          profile=ask.profile, priority=candidate_number(ask.candidate_id))
+        return _raise_pending(self.folder, name, request)
 
 
-def _find_verdict(verdicts: dict[str, Verdict], name: str) -> Verdict | None:
-    return verdicts.get(name)
+def candidate_number(candidate_id: str) -> int:
+    """c12 -> 12: a run's earlier candidates are judged first when several runs share a folder."""
+    digits = "".join(ch for ch in candidate_id if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _find_verdict(folder: Path, name: str) -> Verdict | None:
+    """The verdict file of one request, when it is there and readable."""
+    from kernelwright.judge import batch
+
+    path = folder / f"{name}{batch.VERDICT_SUFFIX}"
+    if not path.is_file():
+        return None
+    try:
+        return Verdict.from_json(path.read_text())
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _raise_pending(folder: Path, name: str, request: Path) -> Answer:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -73,6 +74,11 @@ class RunOptions:
     skill_dirs: list[str] = field(default_factory=list)
     seed: int = 0
     target: str | None = None  # --target: a known GPU's name or a device file; else learned (see targets.py)
+    # a suite's runs share one batch folder (relative to the run folder) and one judge pool
+    batch_dir: str | None = None  # default: RUN_DIR/evals
+    request_prefix: str = ""  # starts the name of every batch request of this run
+    judge_pool: Any = None  # a JudgePool shared with other runs (local evaluation); not stored
+    stop_event: Any = None  # threading.Event a suite sets on Ctrl-C (runs in threads: the template tuner)
 
 
 @dataclass
@@ -185,8 +191,8 @@ class Session:
         self.run_dir = new_run_dir(options, self.run_id)
         if (self.run_dir / "run.sqlite").exists():
             raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
-        target = targets.initial_target(options.target, options.eval_mode or "local", self.run_dir / "evals",
-                                        options.judge.device)
+        target = targets.initial_target(options.target, options.eval_mode or "local",
+                                        self.run_dir / (options.batch_dir or "evals"), options.judge.device)
         if target is not None:
             targets.describe_on(info, target)
         judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
@@ -206,6 +212,8 @@ class Session:
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
                        "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
                        "target": target.to_dict() if target is not None else None}
+        if options.batch_dir:
+            self.stored.update(batch_dir=options.batch_dir, request_prefix=options.request_prefix)
         prepare_run_dir(options, self.run_dir)
         self.lock = hold_run(self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
@@ -279,13 +287,13 @@ class Session:
         batch run that knows neither pauses here, asking for the device file (or --target)."""
         if targets.stored_target(self.stored) is not None:
             return None
-        found = targets.learn(self.options.target, self._eval_mode(), self.run_dir / "evals",
+        found = targets.learn(self.options.target, self._eval_mode(), self.evals_dir,
                               JudgeConfig.from_dict(self.stored["judge"]).device)
         if found is None:
-            (self.run_dir / "evals").mkdir(parents=True, exist_ok=True)
-            self.store.update_run(self.run_id, status="paused", detail=targets.WAITING.format(run_dir=self.run_dir))
-            return RunOutcome(self.run_id, self.run_dir, "paused", targets.WAITING.format(run_dir=self.run_dir),
-                              pending_evals=[self.run_dir / "evals"])
+            self.evals_dir.mkdir(parents=True, exist_ok=True)
+            waiting = targets.WAITING.format(run_dir=self.run_dir, evals=self.evals_dir)
+            self.store.update_run(self.run_id, status="paused", detail=waiting)
+            return RunOutcome(self.run_id, self.run_dir, "paused", waiting, pending_evals=[self.evals_dir])
         self.stored["target"] = found.to_dict()
         self.stored["problem"] = targets.describe_on(self.problem, found).to_dict()
         self.store.update_run(self.run_id, settings=self.stored)
@@ -296,11 +304,16 @@ class Session:
         """A device file that says more than the target in use (measured facts after built-in ones,
         another card) becomes the target from here on; the change is journaled for replays."""
         found = targets.newer_target(engine.contexts.target, self.options.target, self._eval_mode(),
-                                     self.run_dir / "evals")
+                                     self.evals_dir)
         if found is not None:
             self.store.save_change(self.run_id, "target", found.to_dict(), elapsed)
             self.store.add_event(self.run_id, "target", {"name": found.name, "source": found.source})
             engine.set_target(found)
+
+    @property
+    def evals_dir(self) -> Path:
+        """The run's batch folder: RUN_DIR/evals, or the folder it shares with the other runs of a suite."""
+        return Path(os.path.normpath(self.run_dir / (self.stored.get("batch_dir") or "evals")))
 
     def _eval_mode(self) -> str:
         return self.options.eval_mode or self.stored.get("eval", "local")
@@ -349,7 +362,8 @@ class Session:
         mode = self.options.eval_mode or self.stored.get("eval", "local")
         judge = JudgeConfig.from_dict(self.stored["judge"])
         if mode == "batch":
-            return BatchEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir)
+            return BatchEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir,
+                                  folder=self.evals_dir, prefix=self.stored.get("request_prefix") or "")
         if is_ray_mode(mode):
             if missing_ray_message(mode):
                 raise RunError(missing_ray_message(mode))
@@ -358,7 +372,7 @@ class Session:
         if mode != "local":
             raise RunError(f"--eval must be local, batch, ray or ray:ADDRESS, not {mode!r}")
         return LocalEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir,
-                              int(self.stored.get("eval_workers", 1)))
+                              int(self.stored.get("eval_workers", 1)), pool=self.options.judge_pool)
 
     # ---- running ----------------------------------------------------------------------------
 
@@ -384,6 +398,26 @@ class Session:
                                     "spend": spend, "limits": self.stored.get("limits") or {}})
 
     def _run_to_end(self) -> RunOutcome:
+        return asyncio.run(self.arun_to_end())
+
+    async def arun_to_end(self) -> RunOutcome:
+        """`run_to_end` inside a running event loop, beside other runs (a suite); the caller turns
+        a Ctrl-C into `interrupted()`."""
+        prepared = self._prepare()
+        if isinstance(prepared, RunOutcome):
+            return prepared
+        try:
+            outcome = await self._drive(*prepared)
+        except Fatal as exc:
+            return self._finish(prepared[0], "failed", f"{exc}. After fixing it: {resume_command(self.run_dir)}")
+        except Exception as exc:  # a bug: leave the run marked (it stays resumable), then surface it
+            self.store.update_run(self.run_id, status="failed", detail=f"{type(exc).__name__}: {exc}")
+            raise
+        return self._conclude(prepared[0], outcome)
+
+    def _prepare(self):
+        """Everything before the asks are answered: the target, the replayed engine, the answerers;
+        a RunOutcome instead when the run pauses before it starts (no target yet)."""
         from .completions import RouterAnswerer
 
         waiting = self._learn_target()
@@ -404,19 +438,12 @@ class Session:
             router = self._router()
         except LLMError as exc:
             raise RunError(str(exc)) from None
-        completions = RouterAnswerer(router, self.run_id, self.store)
+        completions = RouterAnswerer(router, self.run_id, self.store, problem=self.run["problem_name"])
         evaluations = self._evaluator()
         self.store.update_run(self.run_id, status="running", detail=None)
         if self.on_progress:
             self.on_progress(engine.snapshot())
-        try:
-            outcome = asyncio.run(self._drive(engine, mirror, completions, evaluations, clock, router))
-        except Fatal as exc:
-            return self._finish(engine, "failed", f"{exc}. After fixing it: {resume_command(self.run_dir)}")
-        except Exception as exc:  # a bug: leave the run marked (it stays resumable), then surface it
-            self.store.update_run(self.run_id, status="failed", detail=f"{type(exc).__name__}: {exc}")
-            raise
-        return self._conclude(engine, outcome)
+        return engine, mirror, completions, evaluations, clock, router
 
     async def _drive(self, engine, mirror, completions, evaluations, clock, router) -> DriveOutcome:
         try:
@@ -496,11 +523,16 @@ def stored_mode(run_dir: str | Path) -> str:
 
 
 def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
-    """Start or resume a run; a resumed run without an LLM goes back to the template autotuner."""
+    """Start or resume a run; a resumed run without an LLM goes back to the template autotuner, a
+    run of imported candidates to their judging."""
     if options.resume and stored_mode(options.resume) == "autotune":
         from .autotune import run_autotune
 
         return run_autotune(options, on_progress)
+    if options.resume and stored_mode(options.resume) == "import":
+        from .imported import run_imported
+
+        return run_imported(options, on_progress)
     session = Session(options, on_progress)
     try:
         return session.run_to_end()

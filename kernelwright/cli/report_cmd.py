@@ -1,0 +1,106 @@
+"""`kernelwright report RUN_OR_SUITE_OR_WORKSPACE`: the results table, as JSON, Markdown and one
+self-contained HTML page (report/leaderboard.py says what is in it).
+
+    kernelwright report kw-runs/<suite-id>                 # -> kw-runs/<suite-id>/report/report.{json,md,html}
+    kernelwright report kw-runs --out results/ --title "level 1"
+    kernelwright report RUN --kernelbench ../shared/kernelbench/baseline_times   # published baselines beside ours
+
+Exit codes: 0 written; 2 nothing to report (no run there) or bad input. `--json` prints the
+report's data on stdout; the paths written go to stderr.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from . import exits
+
+console = Console(stderr=True)
+
+
+def gather(target: str | Path):
+    """(problems, manifest, pending per problem) for a suite folder, a run folder or a workspace."""
+    from kernelwright.report.collect import collect_problem, not_started
+    from kernelwright.store import RunStore, StoreError
+    from kernelwright.store.suite import find_runs
+
+    found, manifest = find_runs(target)
+    problems = []
+    for item in found:
+        entry = item.entry
+        name = entry.name if entry else item.run_dir.name
+        level = entry.level if entry else "runs"
+        if not (item.run_dir / "run.sqlite").is_file():
+            problems.append(not_started(name, level, entry.problem if entry else "", str(item.run_dir),
+                                        entry.error if entry else ""))
+            continue
+        try:
+            with RunStore.in_dir(item.run_dir, create=False) as store:
+                run = store.run()
+                if entry is None:
+                    level = Path(run["problem_path"]).parent.name or level
+                problems.append(collect_problem(store, run["id"], name, level, str(item.run_dir)))
+        except StoreError as exc:
+            problems.append(not_started(name, level, entry.problem if entry else "", str(item.run_dir), str(exc)))
+    return problems, manifest, _pending(target, found, manifest)
+
+
+def _pending(target, found, manifest) -> dict[str, int]:
+    """Requests without a verdict, per problem: the suite's shared batch folder, or each run's own."""
+    from kernelwright.judge.batch import pending
+    from kernelwright.store.suite import BATCH_DIR
+
+    out: dict[str, int] = {}
+    if manifest is not None:
+        folder = Path(target) / BATCH_DIR
+        waiting = [p.name for p in pending(folder)] if folder.is_dir() else []
+        for item in found:
+            out[item.entry.name] = sum(1 for name in waiting if name.startswith(item.entry.request_prefix))
+        return out
+    for item in found:
+        folder = item.run_dir / "evals"
+        if folder.is_dir():
+            out[item.run_dir.name] = len(pending(folder))
+    return out
+
+
+def report(
+    target: str = typer.Argument(..., help="a suite folder, a run folder, or a workspace of runs"),
+    out: Optional[str] = typer.Option(None, "--out", help="folder for report.json, report.md, report.html "
+                                      "(default TARGET/report)"),
+    title: Optional[str] = typer.Option(None, "--title", help="the page's title (default: the folder's name)"),
+    kernelbench: Optional[str] = typer.Option(None, "--kernelbench", help="KernelBench's baseline_times folder: "
+                                              "its published H100 baselines are shown beside ours (default: "
+                                              "$KW_KERNELBENCH/baseline_times or ../shared/kernelbench/baseline_times)"),
+    hardware: str = typer.Option("H100_Modal", "--hardware", help="sub-folder of baseline_times to show"),
+    json_out: bool = typer.Option(False, "--json", help="print the report's data as JSON on stdout"),
+) -> None:
+    """Results table of a run, a suite or a workspace: per level and overall, per rule set."""
+    from kernelwright.report.leaderboard import build_report, write_report
+    from kernelwright.report.published import default_baseline_root, load_baselines
+    from kernelwright.store.suite import SuiteError
+
+    try:
+        problems, manifest, pending = gather(target)
+    except SuiteError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(exits.EXIT_USAGE)
+    published = load_baselines(kernelbench or default_baseline_root(), hardware)
+    built = build_report(problems, title=title or Path(target).resolve().name, target=str(target),
+                         made_with=manifest.kernelwright if manifest else "", pending=pending, published=published)
+    folder = Path(out) if out else (Path(target) if Path(target).is_dir() else Path(target).parent) / "report"
+    paths = write_report(built, folder)
+    for kind, path in paths.items():
+        console.print(f"{kind}: {path}", soft_wrap=True, highlight=False)
+    if json_out:
+        typer.echo(json.dumps(built.to_dict(), indent=1, default=str))
+    raise typer.Exit(exits.EXIT_OK)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
