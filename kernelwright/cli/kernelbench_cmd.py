@@ -47,7 +47,7 @@ def export(
         problems, _, _ = gather(target)
     except SuiteError as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(exits.EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE) from None
     done = export_best(problems, out, name, rules)
     for item in done.exported:
         results.print(f"{item.file}  <- {item.run_dir} {item.candidate}", soft_wrap=True, highlight=False)
@@ -87,14 +87,14 @@ def import_(
     folder = Path(generations)
     if not folder.is_dir():
         console.print(f"[red]{generations}: not a folder[/]")
-        raise typer.Exit(exits.EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE) from None
     by_problem, skipped = group(find_generations(folder, level), problems)
     by_problem = {path.resolve(): kernels for path, kernels in by_problem.items()}
     for kernel, why in skipped.items():
         console.print(f"skipped {kernel}: {why}", soft_wrap=True, highlight=False)
     if not by_problem:
         console.print(f"[red]no kernel file of {folder} matches a problem under {problems}[/]", soft_wrap=True)
-        raise typer.Exit(exits.EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE) from None
     try:
         options = build_options(problem=None, resume=None, llm=None, llm_roles=[], backend=None, strategy=None,
                                 limits={}, sets=set_, run_dir=None, eval_mode=eval_mode, config_file=None,
@@ -116,13 +116,13 @@ def import_(
             create_imported_run(run_options, by_problem[Path(entry.problem)], str(folder))
     except (UsageError, RunError) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(exits.EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE) from None
     except Exception as exc:  # noqa: BLE001 - a missing compiler or package: said, exit 1
         from .optimize_cmd import EnvironmentMissing
 
         if isinstance(exc, EnvironmentMissing):
             console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-            raise typer.Exit(exits.EXIT_FAILED)
+            raise typer.Exit(exits.EXIT_FAILED) from None
         raise
     with exits.sigterm_interrupts():
         code = show_suite([], options, quiet, json_out=json_out, resume=str(suite_dir))

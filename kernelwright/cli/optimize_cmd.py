@@ -19,7 +19,6 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.live import Live
-from rich.table import Table
 
 from kernelwright import configfile, envvars
 from kernelwright.judge.config import JudgeConfig
@@ -278,7 +277,7 @@ def suite_of(targets: list[str]) -> tuple[list[Path], str] | None:
 
 
 def optimize(
-    problem: Optional[list[str]] = typer.Argument(None, help="problem file; or a suite: a folder of them, a .txt "
+    problem: Optional[list[str]] = typer.Argument(None, help="problem file; or a suite: a folder of them, a .txt "  # noqa: B008
                                                 "list, or several of these"),
     llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for every agent, e.g. openai:gpt-5, "
                                       "exchange (prompts as files in RUN_DIR/exchange), replay:CASSETTE.jsonl; "

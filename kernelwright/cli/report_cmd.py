@@ -89,7 +89,7 @@ def report(
         problems, manifest, pending = gather(target)
     except SuiteError as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(exits.EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE) from None
     published = load_baselines(kernelbench or default_baseline_root(), hardware)
     built = build_report(problems, title=title or Path(target).resolve().name, target=str(target),
                          made_with=manifest.kernelwright if manifest else "", pending=pending, published=published)

@@ -4,17 +4,18 @@ For each problem its result is the correct candidate a run found (or none). Over
 
 - correct rate: problems with a correct candidate / n;
 - fast_p against a baseline (eager PyTorch, torch.compile): problems whose candidate is correct AND
-  more than p times faster than the baseline / n (KernelBench's fast_p; fast_0 is the correct rate
-  among those timed against that baseline);
+  more than p times faster than the baseline / n (KernelBench's fast_p); fast_0 counts the correct
+  problems that were timed against that baseline;
 - geomean and mean speedup, two ways, labelled:
   - "all problems": every problem counts, a failed one at 1.0x (the reference is kept, as a user
     of the tool would); a correct one at its measured speedup, even below 1.0x;
   - "correct only": the correct problems alone;
 - median % of the speed-of-light floor over the correct problems that have one.
 
-A correct problem without a time against a baseline (that baseline was not measured) is not fast
-against it and is left out of its geomeans and means; `untimed` counts such problems so a table can
-say so. Spend is summed and averaged per problem: LLM calls, tokens, dollars, judge minutes.
+A correct problem without a time against a baseline (that baseline was not measured: torch.compile
+is not measured on a CPU) is not fast against it and is left out of its geomeans and means;
+`untimed` counts such problems so a table can say so. When no correct problem was timed against a
+baseline, its "all problems" figures are left empty (the failed ones alone would read as 1.0x). Spend is summed and averaged per problem: LLM calls, tokens, dollars, judge minutes.
 """
 from __future__ import annotations
 
@@ -102,6 +103,8 @@ def baseline_stats(scores: list[Score], baseline: str) -> BaselineStats:
     correct = [s.speedup.get(baseline) for s in scores if s.correct]
     timed = [v for v in correct if v is not None]
     everyone = timed + [1.0 for s in scores if not s.correct]  # a failed problem keeps the reference
+    if correct and not timed:  # nothing correct was timed against it: failures alone would read as 1.0x
+        everyone = []
     return BaselineStats(
         fast={threshold_key(p): fast_p(scores, p, baseline) for p in THRESHOLDS},
         geomean_all=geomean(everyone), geomean_correct=geomean(timed),

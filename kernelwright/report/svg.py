@@ -80,9 +80,10 @@ def strip_plot(groups: dict[str, list[tuple[float, str]]], title: str, failed: d
                        f'stroke-dasharray="4 3"/>')
     for row, (name, items) in enumerate(groups.items()):
         y = PAD_T + row_h * row + row_h / 2
-        label = f"{name} ({len(items)} correct" + (f", {failed[name]} failed" if failed.get(name) else "") + ")"
-        frame.parts.append(f'<text x="{PAD_L - 8}" y="{y + 4:.1f}" text-anchor="end" font-size="11">'
-                           f'{escape(label)}</text>')
+        counts = f"{len(items)} correct" + (f", {failed[name]} failed" if failed.get(name) else "")
+        frame.parts.append(f'<text x="{PAD_L - 8}" y="{y - 2:.1f}" text-anchor="end" font-size="11">'
+                           f'{escape(name[:22])}</text><text x="{PAD_L - 8}" y="{y + 11:.1f}" text-anchor="end" '
+                           f'font-size="10" fill="#666">{escape(counts)}</text>')
         for i, (value, who) in enumerate(sorted(items)):
             jitter = ((i * 7) % 5 - 2) * 5  # deterministic spread so equal values stay visible
             frame.parts.append(f'<circle cx="{frame.x_log(value):.1f}" cy="{y + jitter:.1f}" r="4" '
@@ -179,7 +180,9 @@ def sparkline(line: list[float | None], width: int = 160, height: int = 34) -> s
     points = " ".join(f"{2 + i / n * (width - 4):.1f},{height - 2 - (math.log10(v) - lo) / (hi - lo) * (height - 4):.1f}"
                       for i, v in enumerate(line) if v is not None)
     one = height - 2 - (0 - lo) / (hi - lo) * (height - 4)
+    last_x, last_y = points.split()[-1].split(",")
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
             f'<line x1="0" y1="{one:.1f}" x2="{width}" y2="{one:.1f}" stroke="#bbb" stroke-dasharray="3 2"/>'
             f'<polyline points="{points}" fill="none" stroke="{COLORS[0]}" stroke-width="1.5"/>'
+            f'<circle cx="{last_x}" cy="{last_y}" r="2.5" fill="{COLORS[0]}"/>'
             f'<title>best so far after each of {len(line)} evaluations; last {_fmt(values[-1])}</title></svg>')
