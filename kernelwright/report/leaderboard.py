@@ -47,13 +47,14 @@ class Report:
         return sorted({p.level for p in self.problems})
 
     def published_rows(self) -> list[dict[str, Any]]:
-        """Per problem: our measured baselines beside KernelBench's published ones (real sizes only)."""
+        """Per problem whose baselines our judge measured at the problem's own sizes (not shrunk for a
+        CPU): ours beside KernelBench's published ones."""
         if self.published is None:
             return []
         rows = []
         for p in self.problems:
             theirs = self.published.lookup(p.level, Path(p.problem).name)
-            if not theirs:
+            if not theirs or p.shrunk or not p.baselines_ms:  # ours at the problem's own sizes only
                 continue
             rows.append({"problem": p.name, "level": p.level, "shrunk": p.shrunk,
                          "ours": {} if p.shrunk else dict(p.baselines_ms),

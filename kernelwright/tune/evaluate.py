@@ -8,6 +8,7 @@ how strategies are compared offline (bench/tune_replay.py).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import tempfile
@@ -116,7 +117,7 @@ class JudgeEvaluator:
 
     def __init__(self, problem_path: str | Path, config=None, *, workers: int = 1, workdir: str | Path | None = None,
                  cache: TuneCache | None = None, limits: DeviceLimits | None = None, allow_spills: bool = False,
-                 pool=None):
+                 pool=None, waiting=None):
         from kernelwright.judge import JudgeConfig
 
         self.problem_path = str(problem_path)
@@ -128,6 +129,7 @@ class JudgeEvaluator:
         self.limits = limits or detect_limits()
         self.allow_spills = allow_spills
         self.pool = pool  # a JudgePool shared with other tuners (a suite's problems); else one per batch
+        self.waiting = waiting  # () -> context manager around the wait for verdicts (a suite's other runs go on)
         self.device = judge_device(self.config)
         settings = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_CONTEXT}
         self.context = digest({"problem": Path(problem_path).name, "judge": settings})
@@ -159,7 +161,8 @@ class JudgeEvaluator:
             return []
         pairs = [(self.problem_path, str(p)) for p in paths]
         if self.pool is not None:
-            return list(self.pool.judge_many([(problem, path, self.config) for problem, path in pairs]))
+            with self.waiting() if self.waiting is not None else contextlib.nullcontext():
+                return list(self.pool.judge_many([(problem, path, self.config) for problem, path in pairs]))
         try:
             from kernelwright.judge.pool import JudgePool
         except ImportError:

@@ -172,7 +172,9 @@ def test_a_suite_without_an_llm_runs_each_problem(user):
     results = json.loads(done.stdout)["suite"]
     assert [Path(r["problem"]).name for r in results] == ["relu_x2.py", "relu_x3.py"]
     assert all(r["status"] == "done" and r["best_id"] == "t0" for r in results)
-    assert len(list((user / "kw-runs").glob("*/run.sqlite"))) == 2
+    (suite_dir,) = [p.parent for p in (user / "kw-runs").glob("*/suite.json")]  # one suite folder, git-ignored
+    assert sorted(p.parent.name for p in suite_dir.glob("*/run.sqlite")) == ["relu_x2", "relu_x3"]
+    assert (user / "kw-runs" / ".gitignore").is_file()
     assert "instances (1 / 1 judged)" in done.stderr  # live progress lines on stderr
 
 

@@ -28,7 +28,6 @@ import dataclasses
 import functools
 import json
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -111,8 +110,7 @@ class _Plan:
     problem_source: str = ""
     problem_name: str = ""
     target: dict | None = None  # batch: the judging device (judge.target.Target as a dict), for pruning
-    pool: Any = None  # local: a JudgePool shared with a suite's other runs
-    stop_event: threading.Event | None = None  # set by a suite on Ctrl-C
+    shared: Any = None  # session.Shared: a suite's judge pool, Ctrl-C and compute gate
 
 
 class AutotuneSession:
@@ -144,7 +142,7 @@ class AutotuneSession:
         has at least one instance (a run that judged nothing would be of no use)."""
         if self.fatal:
             return True
-        if self.plan.stop_event is not None and self.plan.stop_event.is_set():
+        if self.plan.shared is not None and self.plan.shared.stop.is_set():
             self.stop_reason = "interrupted"
             return True
         minutes = self.plan.limits.max_minutes
@@ -217,11 +215,12 @@ class AutotuneSession:
         in a batch folder, proposed a whole round at a time and pruned for the target's limits."""
         plan = self.plan
         if plan.eval_mode != "batch":
-            if plan.pool is None:
+            if plan.shared is None or plan.shared.pool is None:
                 return {}
             from kernelwright.tune.evaluate import JudgeEvaluator
 
-            return {"make_evaluator": functools.partial(JudgeEvaluator, pool=plan.pool)}
+            return {"make_evaluator": functools.partial(JudgeEvaluator, pool=plan.shared.pool,
+                                                        waiting=plan.shared.waiting)}
         from kernelwright.tune.batch_eval import BatchEvaluator
 
         options: dict[str, Any] = {
@@ -348,7 +347,7 @@ def _evaluation(plan: _Plan, settings: dict[str, Any], run: dict[str, Any], opti
     plan.prefix = settings.get("request_prefix") or ""
     plan.target = settings.get("target")
     plan.problem_source, plan.problem_name = run["problem_source"], run["problem_name"]
-    plan.pool, plan.stop_event = options.judge_pool, options.stop_event
+    plan.shared = options.shared
 
 
 def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> RunOutcome:

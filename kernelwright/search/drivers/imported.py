@@ -12,6 +12,7 @@ candidate has a verdict (`failed` when none passed), `paused` while some wait fo
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -69,6 +70,17 @@ def run_imported(options: RunOptions, on_progress: Callable[[dict], None] | None
         lock.release()
 
 
+def _waiting_for(verdicts, shared):
+    """The verdicts as they come, letting a suite's other runs compute while this one waits."""
+    iterator = iter(verdicts)
+    while True:
+        with shared.waiting() if shared is not None else contextlib.nullcontext():
+            item = next(iterator, None)
+        if item is None:
+            return
+        yield item
+
+
 class _ImportSession:
     def __init__(self, store, run: dict[str, Any], run_dir: Path, options: RunOptions, on_progress):
         self.store, self.run, self.run_dir, self.options, self.on_progress = store, run, run_dir, options, on_progress
@@ -111,15 +123,16 @@ class _ImportSession:
             return
         problem = SourceText(self.run["problem_source"], name=f"{self.run['problem_name']}.py")
         jobs = [(problem, SourceText(c["code"], name=c["id"]), self.judge) for c in waiting]
-        pool = self.options.judge_pool
+        shared = self.options.shared
+        pool = shared.pool if shared is not None else None
         own = pool is None
         if own:
             gpus = visible_gpus() if self.judge.device != "cpu" else ()
             pool = JudgePool(self.judge, gpus=gpus, cpu_workers=max(1, int(self.settings.get("eval_workers") or 1)))
         try:
-            for index, verdict in pool.iter_judge(jobs):  # stopping early cancels what has not started
+            for index, verdict in _waiting_for(pool.iter_judge(jobs), shared):  # stopping cancels the rest
                 self.record(waiting[index]["id"], verdict)
-                if self.options.stop_event is not None and self.options.stop_event.is_set():
+                if shared is not None and shared.stop.is_set():
                     raise KeyboardInterrupt
         finally:
             if own:

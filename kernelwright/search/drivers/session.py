@@ -19,9 +19,11 @@ however the process ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,8 +79,32 @@ class RunOptions:
     # a suite's runs share one batch folder (relative to the run folder) and one judge pool
     batch_dir: str | None = None  # default: RUN_DIR/evals
     request_prefix: str = ""  # starts the name of every batch request of this run
-    judge_pool: Any = None  # a JudgePool shared with other runs (local evaluation); not stored
-    stop_event: Any = None  # threading.Event a suite sets on Ctrl-C (runs in threads: the template tuner)
+    shared: "Shared | None" = None  # what a suite's runs share in this process; not stored
+
+
+@dataclass
+class Shared:
+    """What the runs of a suite share in one process (never stored): one judge pool, the Ctrl-C
+    signal of runs in threads, and the gate that lets one of those threads compute at a time
+    (they overlap only while waiting for the judge: `waiting()`). One at a time because several
+    threads parsing Python at once trip a CPython 3.11 bug ("AST constructor recursion depth
+    mismatch"), and torch.export is not thread-safe; the GIL allowed no more anyway."""
+
+    pool: Any = None  # a JudgePool (local evaluation), or None
+    stop: threading.Event = field(default_factory=threading.Event)
+    gate: Any = None  # a threading.Lock held by the thread that computes
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """Let the other runs compute while this one waits for verdicts."""
+        if self.gate is None:
+            yield
+            return
+        self.gate.release()
+        try:
+            yield
+        finally:
+            self.gate.acquire()
 
 
 @dataclass
@@ -372,7 +398,8 @@ class Session:
         if mode != "local":
             raise RunError(f"--eval must be local, batch, ray or ray:ADDRESS, not {mode!r}")
         return LocalEvaluator(self.run["problem_source"], self.run["problem_name"], judge, self.run_dir,
-                              int(self.stored.get("eval_workers", 1)), pool=self.options.judge_pool)
+                              int(self.stored.get("eval_workers", 1)),
+                              pool=self.options.shared.pool if self.options.shared else None)
 
     # ---- running ----------------------------------------------------------------------------
 

@@ -16,9 +16,10 @@ suite's folder (store/suite.py). The runs go on at the same time and share what 
   its messages, and its file name is the prompt's hash, so prompts of different problems never
   collide.
 
-With agents the runs are coroutines of one event loop (at most `parallel` at once); without an LLM
-(the template tuner) they are threads (at most `parallel` at once) over the shared pool. Ctrl-C
-ends every run as `interrupted`, resumable with the suite.
+With agents the runs are coroutines of one event loop (at most SEARCH_PARALLEL at once); without an
+LLM (the template tuner, or imported candidates) they are threads (at most AUTOTUNE_PARALLEL) over
+the shared pool, one of which computes at a time while the others wait for their verdicts
+(session.Shared). Ctrl-C ends every run as `interrupted`, resumable with the suite.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from kernelwright.store.suite import (BATCH_DIR, EXCHANGE_DIR, SuiteEntry, Suite
                                       read_manifest, write_manifest)
 
 from .session import (DEFAULT_WORKSPACE, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, INTERRUPTED_DETAIL, RunError,
-                      RunOptions, RunOutcome, prepare_run_dir)
+                      RunOptions, RunOutcome, Shared, prepare_run_dir)
 
 SEARCH_PARALLEL = 8  # agent runs going on at once (their evaluations share the judge pool)
 AUTOTUNE_PARALLEL = 4  # template tuners at once (each waits for its evaluations)
@@ -145,10 +146,11 @@ def _run_sessions(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOption
     results: dict[str, RunOutcome | Exception] = {}
     sessions: dict[str, Session] = {}
     pool = _shared_pool(options)
+    shared = Shared(pool=pool)
     try:
         for entry, run_options in plans:
             try:
-                sessions[entry.name] = Session(dataclasses.replace(run_options, judge_pool=pool),
+                sessions[entry.name] = Session(dataclasses.replace(run_options, shared=shared),
                                                _named(on_progress, entry.name))
             except (RunError, ProblemError) as exc:
                 results[entry.name] = exc
@@ -205,25 +207,24 @@ def _run_threads(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOptions
     from .imported import run_imported
 
     runner = run_imported if mode == "import" else run_autotune
-    stop = threading.Event()
     pool = _shared_pool(dataclasses.replace(options, eval_mode=options.eval_mode or "local"))
-    pool = pool if all((o.eval_mode or "local") == "local" for _, o in plans) else None
+    shared = Shared(pool=pool, gate=threading.Lock())
 
     def one(entry: SuiteEntry, run_options: RunOptions) -> RunOutcome | Exception:
-        if stop.is_set():
-            return _not_started(run_options, entry)
-        try:
-            return runner(dataclasses.replace(run_options, judge_pool=pool, stop_event=stop),
-                          _named(on_progress, entry.name))
-        except (RunError, ProblemError) as exc:
-            return exc
+        with shared.gate:
+            if shared.stop.is_set():
+                return _not_started(run_options, entry)
+            try:
+                return runner(dataclasses.replace(run_options, shared=shared), _named(on_progress, entry.name))
+            except (RunError, ProblemError) as exc:
+                return exc
 
     executor = ThreadPoolExecutor(max_workers=AUTOTUNE_PARALLEL, thread_name_prefix="kw-suite")
     futures = [(entry, executor.submit(one, entry, run_options)) for entry, run_options in plans]
     try:
         results = [(entry, future.result()) for entry, future in futures]
     except KeyboardInterrupt:
-        stop.set()  # each tuner stops before its next instance; the one being judged finishes
+        shared.stop.set()  # each run stops before its next evaluation; the ones being judged finish
         results = [(entry, future.result()) for entry, future in futures]
     finally:
         executor.shutdown(wait=True)
