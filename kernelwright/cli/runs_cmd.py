@@ -26,9 +26,12 @@ RESUMABLE = ("interrupted", "paused", "failed")
 
 
 def find_databases(folder: Path) -> list[Path]:
-    """run.sqlite files in `folder` itself (a workspace database) and in its sub-folders."""
+    """run.sqlite files in `folder` itself (a workspace database), in its sub-folders, and in the
+    run folders of the suites among them (SUITE/suite.json)."""
     found = [folder / "run.sqlite"] if (folder / "run.sqlite").is_file() else []
     found += sorted(folder.glob("*/run.sqlite"))
+    for manifest in sorted(folder.glob("*/suite.json")):
+        found += sorted(manifest.parent.glob("*/run.sqlite"))
     return found
 
 

@@ -175,6 +175,8 @@ def test_a_suite_without_an_llm_runs_each_problem(user):
     (suite_dir,) = [p.parent for p in (user / "kw-runs").glob("*/suite.json")]  # one suite folder, git-ignored
     assert sorted(p.parent.name for p in suite_dir.glob("*/run.sqlite")) == ["relu_x2", "relu_x3"]
     assert (user / "kw-runs" / ".gitignore").is_file()
+    listed = runner.invoke(app, ["runs", "list", "--json"])  # the workspace's listing finds a suite's runs
+    assert listed.exit_code == 0 and {r["problem_name"] for r in json.loads(listed.stdout)} == {"relu_x2", "relu_x3"}
     assert "instances (1 / 1 judged)" in done.stderr  # live progress lines on stderr
 
 

@@ -173,7 +173,10 @@ async def _gather(sessions: dict, results: dict) -> None:
 
     async def one(name: str, session) -> None:
         async with gate:
-            results[name] = await session.arun_to_end()
+            try:
+                results[name] = await session.arun_to_end()
+            except Exception as exc:  # noqa: BLE001 - one run's bug must not stop the others; it is reported
+                results[name] = exc
 
     await asyncio.gather(*(one(name, s) for name, s in sessions.items()))
 
@@ -218,6 +221,8 @@ def _run_threads(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOptions
                 return runner(dataclasses.replace(run_options, shared=shared), _named(on_progress, entry.name))
             except (RunError, ProblemError) as exc:
                 return exc
+            except Exception as exc:  # noqa: BLE001 - one run's bug must not stop the others; it is reported
+                return RunError(f"{type(exc).__name__}: {exc}")
 
     executor = ThreadPoolExecutor(max_workers=AUTOTUNE_PARALLEL, thread_name_prefix="kw-suite")
     futures = [(entry, executor.submit(one, entry, run_options)) for entry, run_options in plans]
