@@ -48,6 +48,8 @@ def write_problem(folder, name, forward, shapes, init="", init_args="[]"):
 
 
 def check(path, looped=False):
+    """The default instance, and with `looped` one that walks the reduced extent in chunks of 16
+    and (when the template can split rows) one that also splits each row over up to 4 programs."""
     problem = load_problem(path)
     match = build_template(problem)
     template = match.template
@@ -56,6 +58,9 @@ def check(path, looped=False):
         small = {k: min(v) for k, v in template.params.items() if k.endswith("BLOCK_R")}
         assert small, "expected a rowwise kernel"
         configs.append({**template.defaults, **small})
+        split = {k: 4 for k, v in template.params.items() if k.endswith("SPLIT") and 4 in v}
+        if split:
+            configs.append({**template.defaults, **small, **split})
     evaluator = InProcessEvaluator(problem, device="cpu", rep_ms=1, warmup_ms=0)
     for m in evaluator.evaluate(template, configs):
         assert m.status == "pass", f"{m.params}: {m.error}"
