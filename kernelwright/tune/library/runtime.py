@@ -71,3 +71,12 @@ def kw_row_layout(shape, dims):
     if kw_numel([shape[d] for d in inner]) == 1:
         return inner, outer
     return outer, inner
+
+
+def kw_pool_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """Output length of a pooling window along one dim, as PyTorch computes it."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1  # the last window must start inside the input or its left padding
+    return out
