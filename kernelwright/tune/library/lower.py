@@ -196,6 +196,9 @@ def _lower_call(lw: Lowering, fx_node, order: dict, handlers: dict[str, Callable
         raise Unsupported(f"call to {name} is not an ATen op")
     inplace = name.endswith("_") and not name.startswith("_")
     base_name = name[:-1] if inplace else name
+    if inplace and base_name in ALIAS_OPS:  # detach_ of a constant: the data stays what it was
+        lw.env[fx_node] = lw.value(fx_node.args[0])
+        return
     if inplace and _drop_side_effect(lw, fx_node, order):
         return
     args = [lw.value(a) for a in fx_node.args]
