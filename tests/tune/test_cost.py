@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,23 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _descendants(pid: int) -> list[int]:
+    """Processes started by `pid`, at any depth (the judge's workers run in sessions of their own)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        children = [p for p, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # three real judge runs in the interpreter, slow on a loaded machine
 def test_tuning_killed_mid_way_resumes_without_measuring_again(kernelbench, tmp_path):
@@ -103,14 +121,18 @@ def test_tuning_killed_mid_way_resumes_without_measuring_again(kernelbench, tmp_
 
     problem, cache_path = kernelbench / "level1/19_ReLU.py", tmp_path / "cache.sqlite"
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(problem), str(cache_path), repr(FAST),
-                              str(tmp_path / "first")], env=os.environ.copy(), start_new_session=True)
+                              str(tmp_path / "first")], env=os.environ.copy())
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and child.poll() is None:
         if cache_path.exists() and len(TuneCache(cache_path)) >= 1:
             break
         time.sleep(0.5)
     assert child.poll() is None, "the tuning ended before it could be interrupted"
-    os.killpg(child.pid, signal.SIGKILL)  # as kill -9: no chance to clean up
+    for pid in [child.pid] + _descendants(child.pid):  # kill -9 of the whole tree: nothing cleans up
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     child.wait()
     stored = len(TuneCache(cache_path))  # 1, unless the second verdict landed in the last half second
     assert stored in (1, 2)

@@ -27,6 +27,9 @@ CONVS = {
     "conv_transpose2d_strided_grouped": ("nn.ConvTranspose2d(8, 32, (3, 2), stride=(2, 3), padding=(1, 0), "
                                          "dilation=(2, 1), groups=2)", (2, 8, 4, 5)),
     "conv_transpose3d_strided": ("nn.ConvTranspose3d(4, 16, 3, stride=2, padding=1)", (2, 4, 3, 4, 3)),
+    "conv_transpose2d_stride5_dilated": ("nn.ConvTranspose2d(4, 16, 3, stride=5, padding=1, dilation=2)", (2, 4, 3, 4)),
+    # kernel 1, stride 2: the odd outputs get no tap at all (the bias only)
+    "conv_transpose2d_phases_without_taps": ("nn.ConvTranspose2d(4, 16, 1, stride=2, output_padding=1)", (2, 4, 3, 4)),
 }
 
 
