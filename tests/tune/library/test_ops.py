@@ -190,6 +190,9 @@ HOST_AND_GRAPH = {
     "permute_then_softmax": ("torch.softmax(x.permute(0, 2, 1) * 3, dim=-1)", [(4, 6, 5)], "", ["rowwise"]),
     "two_outputs": ("(torch.relu(x), torch.sigmoid(x).sum(dim=-1))", [(4, 6, 5)], "", ["rowwise"]),
     "residual_after_linear": ("self.fc(x) + x", [(8, 16)], "self.fc = nn.Linear(16, 16)", ["gemm_epilogue"]),
+    "tensor_made_in_forward": ("torch.min(x, torch.tensor(0.25)) * 2", [(4, 6, 5)], "", ["pointwise"]),
+    "tensor_made_on_the_input_device": ("torch.min(x, torch.tensor(0.25, device=x.device))", [(4, 6, 5)], "",
+                                        ["pointwise"]),
     "linear_chain": ("self.fc2(torch.relu(self.fc1(x)))", [(8, 16)],
                      "self.fc1 = nn.Linear(16, 32); self.fc2 = nn.Linear(32, 16)", ["gemm_epilogue", "gemm_epilogue"]),
 }
