@@ -10,7 +10,7 @@
   judge runs several at once, as many as fit an estimate of GPU memory (4 x inputs and output).
 
     PYTHONPATH=. KW_KERNELBENCH=/path/to/kernelbench python bench/tune_library_gpu.py \\
-        --parts autopilot coverage --autopilot-budget-s 150 --coverage-budget-s 170
+        --parts autopilot coverage --autopilot-budget-s 150 --coverage-budget-s 150
 
 Writes $OUT/tune_library_gpu.json and $OUT/tune_library_gpu.md. Sizes: --sizes bench (default)
 cuts the batch of the autopilot problems so each input is about 1 GB (the dimension that makes the
@@ -61,7 +61,7 @@ def autopilot_one(rel: str, overrides: dict, evals: int, workers: int, out: Path
     from kernelwright.tune.cache import TuneCache
 
     problem = kernelbench_root() / rel
-    config = JudgeConfig(trials=3, baselines=("eager", "compile_default"))
+    config = JudgeConfig(trials=3, baselines=("eager", "compile_default"), timeout_s=180)  # bounded tail
     started = time.monotonic()
     try:
         result = optimize_without_llm(problem, overrides=overrides, strategy="auto", budget_evals=evals,
@@ -89,7 +89,7 @@ def run_autopilot(args, out: Path) -> list[dict]:
                 pending[pool.submit(autopilot_one, rel, overrides, args.evals, args.workers, out)] = rel
             if not pending:
                 break
-            done, _ = wait(pending, timeout=max(1.0, deadline + 120 - time.monotonic()), return_when=FIRST_COMPLETED)
+            done, _ = wait(pending, timeout=max(1.0, deadline + 60 - time.monotonic()), return_when=FIRST_COMPLETED)
             if not done:  # well past the budget: report what is still running and stop waiting
                 rows += [{"problem": rel, "error": "still running at the end of the budget"} for rel in pending.values()]
                 break
@@ -142,7 +142,7 @@ def run_coverage(args, out: Path) -> dict:
             rows[key] = {"matched": True, "families": match.families, "gb": round(need / 2**30, 2)}
             jobs.append((need, key, str(path), str(candidate)))
     jobs.sort()  # small first: most problems get judged within the budget
-    config = JudgeConfig(trials=2, baselines=(), time=False, shrink=False)
+    config = JudgeConfig(trials=2, baselines=(), time=False, shrink=False, timeout_s=120)
     budget_bytes = args.gpu_memory_gb * 2**30
     deadline = time.monotonic() + args.coverage_budget_s
     in_flight: dict = {}
@@ -156,9 +156,9 @@ def run_coverage(args, out: Path) -> dict:
                 used += 4 * need
             done, _ = wait(in_flight, timeout=max(1.0, deadline + 60 - time.monotonic()), return_when=FIRST_COMPLETED)
             if not done:
-                for future, (_, key) in in_flight.items():
-                    future.cancel()
+                for _, key in in_flight.values():
                     rows[key]["status"] = "not finished within the budget"
+                pool.close(wait=False)  # the judges still running end by their own timeout
                 break
             for future in done:
                 _, key = in_flight.pop(future)
@@ -206,11 +206,11 @@ def main() -> int:
     parser.add_argument("--parts", nargs="*", default=["autopilot", "coverage"], choices=["autopilot", "coverage"])
     parser.add_argument("--sizes", choices=["bench", "full"], default="bench")
     parser.add_argument("--evals", type=int, default=4, help="evaluations per autopilot problem (default first)")
-    parser.add_argument("--workers", type=int, default=2, help="instances judged at once per autopilot problem")
-    parser.add_argument("--concurrent", type=int, default=4, help="autopilot problems at once")
+    parser.add_argument("--workers", type=int, default=1, help="instances judged at once per autopilot problem")
+    parser.add_argument("--concurrent", type=int, default=8, help="autopilot problems at once")
     parser.add_argument("--autopilot-budget-s", type=float, default=150)
     parser.add_argument("--levels", nargs="*", default=["1", "2"])
-    parser.add_argument("--coverage-budget-s", type=float, default=170)
+    parser.add_argument("--coverage-budget-s", type=float, default=150)
     parser.add_argument("--coverage-workers", type=int, default=8)
     parser.add_argument("--gpu-memory-gb", type=float, default=64, help="coverage: estimated GPU memory in flight")
     args = parser.parse_args()
