@@ -135,20 +135,23 @@ class JournalEntry:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply every migration the file lacks; refuse files written by a newer schema."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"the run database has schema version {version}, newer than this "
-                         f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        step = MIGRATIONS[target]
+    """Apply every migration the file lacks; refuse files written by a newer schema. Each step reads
+    the version inside its own write transaction, so processes opening a new database at the same
+    time (a run creating it, a reader such as `runs show` or the MCP server) never apply one twice."""
+    for target in range(1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if callable(step):
-                step(conn)
-            else:
-                _run_script(conn, step)
-            conn.execute(f"PRAGMA user_version = {target}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"the run database has schema version {version}, newer than this "
+                                 f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
+            if version < target:
+                step = MIGRATIONS[target]
+                if callable(step):
+                    step(conn)
+                else:
+                    _run_script(conn, step)
+                conn.execute(f"PRAGMA user_version = {target}")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
