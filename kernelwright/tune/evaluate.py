@@ -164,9 +164,11 @@ class JudgeEvaluator:
         if not paths:
             return
         pairs = [(self.problem_path, str(p)) for p in paths]
-        if self.pool is not None:
+        if self.pool is not None:  # the verdicts are handed on after the wait: the caller's work stays gated
             with self.waiting() if self.waiting is not None else contextlib.nullcontext():
-                return list(self.pool.judge_many([(problem, path, self.config) for problem, path in pairs]))
+                arrived = list(self.pool.iter_judge([(problem, path, self.config) for problem, path in pairs]))
+            yield from arrived
+            return
         try:
             from kernelwright.judge.pool import JudgePool
         except ImportError:
