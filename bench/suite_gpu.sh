@@ -16,7 +16,7 @@
 #   per-request time limit (judge.timeout_s=180) and a priority: every problem's default instance
 #   is judged before anyone's second. Then it packs SUITE_DIR/evals into SUITE_DIR-round1.tar and
 #   prints the request count and what judging all of them would take (an estimate, see below).
-# gpu: bench/batch_gpu.sh with a wall-clock limit S (default 170 s, all included) and a profiling
+# gpu: bench/batch_gpu.sh with a wall-clock limit S (default 150 s, all included) and a profiling
 #   budget P (default 0: no ncu). Records the device (device.json), judges by priority until done
 #   or the limit, and packs every verdict written into $OUT/verdicts.tar. Verdicts are written as
 #   they complete: the limit loses only those in flight.
@@ -80,11 +80,11 @@ print(f"{suite}: {len(result['suite'])} problems {counts}; {len(requests)} reque
 low, high = first * 35 + (len(requests) - first) * 10, first * 80 + (len(requests) - first) * 50
 print(f"estimate, judged one at a time: {low / 60:.0f}-{high / 60:.0f} GPU-minutes for this round "
       f"(overlapping judges take less; not a measurement)")
-print(f"GPU: OUT=out bash bench/suite_gpu.sh gpu --limit-s 170 {suite}-round1.tar")
+print(f"GPU: OUT=out bash bench/suite_gpu.sh gpu --limit-s 150 {suite}-round1.tar")
 EOF
     ;;
   gpu)
-    LIMIT=170 PROFILE=0
+    LIMIT=150 PROFILE=0
     while [ $# -gt 0 ]; do
       case "$1" in
         --limit-s) LIMIT="${2:?$usage}"; shift 2 ;;
