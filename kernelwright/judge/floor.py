@@ -1,10 +1,13 @@
 """The speed-of-light floor: how fast a problem could possibly run on this device.
 
 floor_ms = max(FLOPs / peak FLOP rate, minimal bytes / peak bandwidth), where
-- FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts for one forward of the
-  reference on the meta device (matrix products, convolutions, attention; elementwise work is not
-  counted, so the floor errs low, never high);
-- minimal bytes are every input, output, parameter and buffer moved once;
+- FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts for one timed call of the
+  reference on the meta device (the forward; plus the backward where the problem declares it part
+  of the work): matrix products, convolutions, attention; elementwise work is not counted, so the
+  floor errs low, never high;
+- minimal bytes are every input, output, parameter and buffer moved once (inputs changed in place
+  written back once more; with the backward, output gradients and gradients too): see
+  problem/footprint.py;
 - the peaks are the device's measured ceilings (peaks.py) or, on a cold start, datasheet values,
   marked as such in `Floor.peak_source`.
 
@@ -56,7 +59,7 @@ def dominant_dtype(problem) -> torch.dtype:
 def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: bool = False) -> Floor | None:
     """The floor for `problem` (a loaded Problem) on `device`; None when no peaks are known (CPU
     without a peaks table, an unknown GPU before `kernelwright device-peaks`) or nothing is counted."""
-    from kernelwright.problem.shrink import measure
+    from kernelwright.problem.footprint import measure
 
     peaks = peaks or peaks_for(device)
     if peaks is None:
