@@ -24,7 +24,7 @@ result unconfined.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import glob
 import os
 import platform
@@ -96,8 +96,12 @@ class ConfinementReport:
         return text + (f"; {self.reason}" if self.reason else "")
 
 
+@functools.cache
 def _libc():
-    return ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    """The C library through the running program's own symbols. Not `ctypes.util.find_library`:
+    that may start `ldconfig` or `gcc` and write a temporary file, which a process that has just
+    confined itself cannot (under Nsight Compute's injection it did, and the launcher died)."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def landlock_abi() -> tuple[int, str]:

@@ -1,18 +1,22 @@
 """The speed-of-light floor: how fast a problem could possibly run on this device.
 
 floor_ms = max(FLOPs / peak FLOP rate, minimal bytes / peak bandwidth), where
-- FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts for one forward of the
-  reference on the meta device (matrix products, convolutions, attention; elementwise work is not
-  counted, so the floor errs low, never high);
-- minimal bytes are every input, output, parameter and buffer moved once;
+- FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts for one timed call of the
+  reference on the meta device (the forward; plus the backward where the problem declares it part
+  of the work): matrix products, convolutions, attention; elementwise work is not counted, so the
+  floor errs low, never high;
+- minimal bytes are every input, output, parameter and buffer moved once (inputs changed in place
+  written back once more; with the backward, output gradients and gradients too): see
+  problem/footprint.py;
 - the peaks are the device's measured ceilings (peaks.py) or, on a cold start, datasheet values,
   marked as such in `Floor.peak_source`.
 
 Which matrix rate applies depends on the reference's dtype. A float32 reference is entitled to
-the fastest float32-accurate rate: the CUDA cores' fp32 peak (~67 TFLOP/s on an H100), or 3xTF32
-on the tensor cores (each product split into a TF32 high and low part, three TF32 products: a
-third of the TF32 rate, ~165 TFLOP/s on an H100), whichever is higher (`peak_kind` "tf32x3" says
-the latter was used). Plain TF32 is counted only when the run allows TF32; bf16/fp16 use the
+the fastest float32-accurate rate: the CUDA cores' fp32 peak (~52 TFLOP/s measured on an H100),
+or a split on the tensor cores (each operand split into a high and a low part, three products):
+3xTF32 at a third of the TF32 rate (~119 TFLOP/s), or 3xBF16 at a third of the bf16 rate (~227
+TFLOP/s), which a candidate on the H100 used to pass the float32 bounds; `peak_kind` ("bf16x3",
+"tf32x3" or "fp32") says which. Plain TF32 is counted only when the run allows TF32; bf16/fp16 use the
 tensor-core rates. A candidate faster than the floor is suspicious: it skipped work or its timing
 is wrong (`apply`).
 """
@@ -26,7 +30,7 @@ from .peaks import Peaks, peaks_for
 from .verdict import REJECT, WARN, Flag, Floor, TimingStats
 
 REJECT_BELOW = 0.5  # measured < 0.5 x floor is rejected, < 1 x floor warned
-TF32X3_PASSES = 3  # 3xTF32: hi*hi + hi*lo + lo*hi, three TF32 tensor-core products per fp32 product
+SPLIT_PASSES = 3  # hi*hi + hi*lo + lo*hi: three tensor-core products per fp32 product (3xTF32, 3xBF16)
 
 _PEAK_KIND = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
@@ -56,7 +60,7 @@ def dominant_dtype(problem) -> torch.dtype:
 def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: bool = False) -> Floor | None:
     """The floor for `problem` (a loaded Problem) on `device`; None when no peaks are known (CPU
     without a peaks table, an unknown GPU before `kernelwright device-peaks`) or nothing is counted."""
-    from kernelwright.problem.shrink import measure
+    from kernelwright.problem.footprint import measure
 
     peaks = peaks or peaks_for(device)
     if peaks is None:
@@ -70,13 +74,16 @@ def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: 
 
 
 def matmul_rate(peaks: Peaks, kind: str) -> tuple[float | None, str]:
-    """(TFLOP/s, kind used) for a reference of `kind`: fp32 counts fp32-accurate tensor-core
-    emulation (3xTF32 at a third of the TF32 rate) where that is faster than the fp32 peak."""
+    """(TFLOP/s, kind used) for a reference of `kind`: fp32 counts the fastest fp32-accurate
+    tensor-core emulation where that beats the fp32 peak: three products of split operands, at a
+    third of the TF32 rate (3xTF32) or of the bf16 rate (3xBF16: hi + lo bf16 halves keep 16
+    mantissa bits, ~1e-5 relative error, inside the fp32 bounds; measured on the H100)."""
     tflops = peaks.tflops.get(kind) or peaks.tflops.get("fp32")
     if kind == "fp32":
-        emulated = (peaks.tflops.get("tf32") or 0.0) / TF32X3_PASSES
-        if emulated > (tflops or 0.0):
-            return emulated, "tf32x3"
+        splits = {f"{name}x3": (peaks.tflops.get(name) or 0.0) / SPLIT_PASSES for name in ("tf32", "bf16")}
+        best = max(splits, key=splits.get)
+        if splits[best] > (tflops or 0.0):
+            return splits[best], best
     return tflops, kind
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
@@ -50,7 +49,7 @@ def confine_self(args: argparse.Namespace) -> dict:
     from .confine import ConfinementReport, confine
 
     if args.off:
-        ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks it
+        ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks it
         return ConfinementReport(reason="switched off (config.confine is False)", no_new_privs=True).to_dict()
     report = confine(args.scratch, args.writable, keep_capabilities=args.keep)
     if report.threads > 1:  # threads a preloaded library started; execve below ends them all but this one

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import torch
 
 from .errors import ProblemError
+from .footprint import Footprint, measure
 
 # constants whose value is semantics, not size: never halved
 _SEMANTIC = re.compile(
@@ -30,53 +30,6 @@ class ShrinkBudget:
     max_bytes: int = 8 * 2**20  # inputs + parameters + outputs
     max_flops: float = 2e8  # one forward pass
     min_size: int = 4  # no size constant is halved below this
-
-
-@dataclass
-class Footprint:
-    bytes: int
-    flops: float
-
-
-def _tensor_bytes(obj) -> int:
-    if isinstance(obj, torch.Tensor):
-        return obj.numel() * obj.element_size()
-    if isinstance(obj, (list, tuple)):
-        return sum(_tensor_bytes(x) for x in obj)
-    if isinstance(obj, dict):
-        return sum(_tensor_bytes(x) for x in obj.values())
-    return 0
-
-
-def measure(problem) -> Footprint:
-    """Bytes and FLOPs of one forward, measured on the meta device.
-
-    A forward that cannot run on meta (it calls `.item()`, say) is measured by its inputs and
-    parameters alone, with the FLOPs unknown (0).
-    """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with torch.device("meta"):
-        torch.manual_seed(0)
-        model = _build_model(problem)
-        inputs = list(problem.module.get_inputs())
-        static_bytes = _tensor_bytes(inputs) + sum(_tensor_bytes(t) for t in model.state_dict().values())
-        counter = FlopCounterMode(display=False)
-        try:
-            with counter, torch.no_grad():
-                out = model(*inputs)
-        except Exception:
-            return Footprint(static_bytes, 0.0)
-    return Footprint(static_bytes + _tensor_bytes(out), float(counter.get_total_flops()))
-
-
-def _build_model(problem):
-    """The model on meta where its constructor allows (some call `.item()`), else on the CPU."""
-    try:
-        return problem.Model(*problem.module.get_init_inputs())
-    except Exception:
-        with torch.device("cpu"):
-            return problem.Model(*problem.module.get_init_inputs())
 
 
 def size_constants(problem) -> dict[str, int]:

@@ -182,4 +182,4 @@ class ContextBuilder:
             return None
         return {"floor_ms": floor.floor_ms, "bound": floor.bound, "bytes": floor.bytes, "flops": floor.flops,
                 "peak_kind": floor.peak_kind, "peak_tflops": floor.peak_tflops, "peak_gbps": floor.peak_gbps,
-                "peak_source": floor.peak_source}
+                "peak_source": floor.peak_source, "backward": bool((self.problem.reference or {}).get("backward"))}

@@ -32,7 +32,7 @@ class ProblemInfo:
     work: dict[str, int] = field(default_factory=dict)
     dtypes: list[str] = field(default_factory=list)  # floating dtypes of inputs and parameters, most elements first
     flops: float | None = None  # one forward at the sizes judged on a GPU (the floor's FLOPs)
-    bytes: float | None = None  # inputs, parameters and outputs moved once (the floor's bytes)
+    bytes: float | None = None  # what one timed call moves at least (problem/footprint.py; the floor's bytes)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -115,7 +115,7 @@ def footprint(path: str | Path, overrides: dict[str, Any] | None) -> tuple[list[
     import torch
 
     from kernelwright.problem import load_problem
-    from kernelwright.problem.shrink import measure
+    from kernelwright.problem.footprint import measure
 
     try:
         full = load_problem(path, overrides=overrides, shrink=False)
@@ -132,4 +132,4 @@ def footprint(path: str | Path, overrides: dict[str, Any] | None) -> tuple[list[
     except Exception:  # noqa: BLE001 - the footprint only steers prompts; the judge measures for real
         return [], None, None
     dtypes = sorted(counts, key=lambda d: -counts[d])
-    return dtypes, (found.flops or None), (found.bytes or None)
+    return dtypes, (found.flops or None), (found.bytes if found.complete else None)

@@ -8,6 +8,7 @@ spills or an over-limit resource, and timed with triton.testing.do_bench (CUDA) 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import multiprocessing
 import sys
@@ -15,7 +16,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -65,6 +66,18 @@ def _tolerance(dtype: torch.dtype) -> float:
     return DEFAULT_TOLERANCES.get(str(dtype).replace("torch.", ""), 1e-4)
 
 
+@contextlib.contextmanager
+def full_fp32() -> Iterator[None]:
+    """The reference in full fp32, as the judge computes it: cuDNN convolutions default to TF32,
+    whose 1e-3 errors failed correct instances on the GPU."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
 class InProcessEvaluator:
     """Check and time instances of a template for one problem in this process."""
 
@@ -81,7 +94,7 @@ class InProcessEvaluator:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kw-inprocess-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.inputs = problem.make_inputs(seed, device=self.kind)
-        with torch.no_grad():
+        with torch.no_grad(), full_fp32():
             reference = problem.make_model(seed, device=self.kind)
             self.expected = [t.detach().clone() for t in _outputs(reference(*self.inputs))]
         self._pool: ProcessPoolExecutor | None = None

@@ -59,29 +59,33 @@ def test_floor_of_a_linear_layer(linear_problem):
     flops = 2 * b * i * o
     nbytes = 4 * (b * i + o * i + o + b * o)  # input, weight, bias, output, each once
     assert floor.flops == flops and floor.bytes == nbytes
-    # fp32-accurate 3xTF32 (a third of the TF32 rate) beats the fp32 peak of the fake device
-    rate = FAKE.tflops["tf32"] / 3
-    assert rate > FAKE.tflops["fp32"]
+    # fp32-accurate 3xBF16 (a third of the bf16 rate) beats 3xTF32 and the fp32 peak of the fake device
+    rate = FAKE.tflops["bf16"] / 3
+    assert rate > FAKE.tflops["tf32"] / 3 > FAKE.tflops["fp32"]
     compute_ms = flops / (rate * 1e12) * 1e3
     memory_ms = nbytes / (FAKE.copy_gbps * 1e9) * 1e3
     assert floor.floor_ms == pytest.approx(max(compute_ms, memory_ms))
     assert floor.bound == ("compute" if compute_ms > memory_ms else "memory")
-    assert floor.peak_kind == "tf32x3" and floor.peak_source == "measured"
+    assert floor.peak_kind == "bf16x3" and floor.peak_source == "measured"
 
 
-def test_fp32_floor_counts_3xtf32_only_where_it_beats_the_fp32_peak():
-    slow_tensor_cores = Peaks("fake gpu", "0", copy_gbps=100.0, tflops={"fp32": 0.001, "tf32": 0.0024})
-    assert kwfloor.matmul_rate(slow_tensor_cores, "fp32") == (0.001, "fp32")  # 0.0008 < 0.001
-    assert kwfloor.matmul_rate(FAKE, "fp32") == (pytest.approx(0.008 / 3), "tf32x3")
+def test_fp32_floor_counts_a_split_only_where_it_beats_the_fp32_peak():
+    slow_tensor_cores = Peaks("fake gpu", "0", copy_gbps=100.0, tflops={"fp32": 0.001, "tf32": 0.0024, "bf16": 0.0027})
+    assert kwfloor.matmul_rate(slow_tensor_cores, "fp32") == (0.001, "fp32")  # 0.0008, 0.0009 < 0.001
+    no_bf16 = Peaks("fake gpu", "0", copy_gbps=100.0, tflops={"fp32": 0.001, "tf32": 0.008})
+    assert kwfloor.matmul_rate(no_bf16, "fp32") == (pytest.approx(0.008 / 3), "tf32x3")
+    assert kwfloor.matmul_rate(FAKE, "fp32") == (pytest.approx(0.016 / 3), "bf16x3")
     assert kwfloor.matmul_rate(FAKE, "tf32") == (0.008, "tf32")  # TF32 allowed: the full rate
     assert kwfloor.matmul_rate(FAKE, "bf16") == (0.016, "bf16")
 
 
-def test_h100_datasheet_fp32_floor_is_the_3xtf32_rate():
-    """The case the rule fixes: a correct 3xTF32 kernel read 112% of an fp32-SIMT floor."""
+def test_h100_datasheet_fp32_floor_is_the_3xbf16_rate():
+    """The cases the rule fixes: a correct 3xTF32 kernel read 112% of an fp32-SIMT floor, then a
+    correct 3xBF16 GEMM (level2/63 on the H100) read 169% of the 3xTF32 floor."""
     h100 = datasheet_peaks("NVIDIA H100 80GB HBM3")
     rate, kind = kwfloor.matmul_rate(h100, "fp32")
-    assert kind == "tf32x3" and rate == pytest.approx(h100.tflops["tf32"] / 3) and rate > h100.tflops["fp32"]
+    assert kind == "bf16x3" and rate == pytest.approx(h100.tflops["bf16"] / 3)
+    assert rate > h100.tflops["tf32"] / 3 > h100.tflops["fp32"]
 
 
 def test_tf32_allowed_uses_the_tf32_peak(linear_problem):
@@ -146,7 +150,7 @@ def test_compute_bound_matmul_from_kernelbench(kernelbench):
     floor = kwfloor.compute_floor(problem, "cuda", peaks=peaks)
     n = problem.module.N
     assert floor.flops == 2 * n**3 and floor.bound == "compute"
-    assert floor.peak_tflops == peaks.tflops["tf32"] / 3  # an fp32 reference: fp32-accurate 3xTF32 rate
+    assert floor.peak_tflops == peaks.tflops["bf16"] / 3  # an fp32 reference: the fp32-accurate 3xBF16 rate
 
 
 def test_no_peaks_on_cpu_means_no_floor(linear_problem):

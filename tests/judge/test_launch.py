@@ -181,3 +181,21 @@ def test_on_the_gpu_cuda_works_in_a_launched_program_and_not_in_a_confined_proce
     assert seen["launched"].get("devices", 0) >= 1 and seen["launched"]["sum"] == 1024.0, (seen, launched.stderr)
     # the cause (the H100's error 304 / "0 active drivers"): a child has no own /proc entries writable
     assert "error" in seen["child_of_confined"] or child.returncode != 0, (seen, child.stderr[-2000:])
+
+
+@needs_landlock
+def test_confinement_needs_no_helper_program_to_find_the_c_library(tmp_path):
+    """Under Nsight Compute's injection, `ctypes.util.find_library` fell back to running gcc with a
+    temporary file once the launcher was confined, and the launcher died ("No usable temporary
+    directory"): confinement must reach the C library without it."""
+    mine = _scratch(tmp_path)
+    script = ("import ctypes.util, json\n"
+              "def refuse(name): raise AssertionError('find_library called')\n"
+              "ctypes.util.find_library = refuse\n"
+              "from kernelwright.judge.confine import confine\n"
+              f"print(json.dumps(confine({str(mine)!r}, [{str(mine / 'work')!r}]).to_dict()))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["active"] and report["capabilities"], report

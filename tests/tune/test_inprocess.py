@@ -65,3 +65,19 @@ def test_compile_ahead_pool_runs_instances(kernelbench, tmp_path):
     finally:
         evaluator.close()
     assert env == os.environ.get("TRITON_INTERPRET")
+
+
+def test_the_reference_is_computed_in_full_fp32_and_the_switches_are_put_back():
+    """cuDNN convolutions default to TF32: the in-process reference must not (the judge's is fp32)."""
+    import torch
+
+    from kernelwright.tune.inprocess import full_fp32
+
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        with full_fp32():
+            assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+        assert torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
