@@ -127,7 +127,7 @@ def optimize_without_llm(
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
-    from .library import NoTemplate, build_template, describe_problem
+    from .library import NoTemplate, build_template
 
     config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
     config.overrides = {**config.overrides, **(overrides or {})}
@@ -168,8 +168,8 @@ def optimize_without_llm(
 def open_cache(cache: TuneCache | str | None) -> TuneCache | None:
     """The tuning cache to use: a TuneCache as given, "default" for the user's cache (the folder in
     KW_TUNE_CACHE, else ~/.cache/kernelwright/tune), a path for a cache file there, None for none."""
-    if cache is None or isinstance(cache, TuneCache):
-        return cache
+    if cache is None or isinstance(cache, TuneCache) or (hasattr(cache, "get") and hasattr(cache, "put")):
+        return cache  # a TuneCache, or anything with its get/put (a run's store: drivers/autotune.py)
     if cache == "default":
         return TuneCache()
     return TuneCache(Path(cache))
@@ -227,6 +227,8 @@ def _reference_match(problem_path, name: str):
 
 
 def _no_template_message(problem, exc: Exception) -> str:
+    from .library import describe_problem
+
     try:
         kinds = describe_problem(problem)["kinds"]
         what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
