@@ -247,11 +247,11 @@ def test_planners_see_the_tuning_in_progress_then_its_result():
     planners = [a.request.messages[-1].content for a in asked if getattr(a, "agent", "") == "planner"]
     assert len(planners) == 3
     assert "`parameter tuning of c1`: c1 is being made a template" in planners[1]  # asked with the Templatizer
-    assert "Tuning: parameters tuned:" not in planners[1]
+    assert "Parameters tuned:" not in planners[1]
     last = planners[2]
     adopted = engine.tree["c1"].tuning["best"]
     assert f"# Candidate to improve (`{adopted}`)" in last  # greedy expands the tuned child, the best so far
-    assert "Tuning: parameters tuned: this is the fastest of 6 judged configurations of c1's" in last
+    assert "Parameters tuned: this is the fastest of 6 judged configurations of c1's" in last
     assert "changing them by hand is no" in last
     assert "`parameter tuning of c1`: worked" in last  # the "Already tried" digest
 
@@ -315,3 +315,24 @@ def test_the_default_instance_goes_alone_then_tune_batch_instances_at_once(batch
     assert max(in_flight) == batch and len(instances(engine)) == 6
     first = in_flight.index(1)
     assert in_flight[first + 1] == min(batch, 5)  # after the default instance: a batch at once
+
+
+def test_an_instance_the_compiler_says_spills_is_pruned_and_never_adopted():
+    """Resource pruning after compiling, as the judge evaluator does it: the verdict's compiler
+    report (hand-written here) says the BLOCK=1024 instances spill, so the fastest of them is
+    skipped and the best instance that fits is adopted."""
+    def judge(ask):
+        result = timed(instance_ms(ask.code))
+        if "'BLOCK': 1024" in ask.code:
+            result.median_ms, result.speedup = 0.01, {"eager": 100.0}  # fastest, if it counted
+            result.resources = [{"name": "relu_kernel", "registers": 255, "spills": 48, "shared_bytes": 0,
+                                 "threads": 128}]
+        return result
+
+    engine = make(tune_evals=FEASIBLE + 1)  # exhaustive: every configuration is judged
+    Answers(judge=judge).run(engine)
+    spilled = [n for n in instances(engine) if n.tuning["params"]["BLOCK"] == 1024]
+    assert spilled and all(n.status == "skipped" and "spills registers" in n.reason for n in spilled)
+    adopted = engine.tree[engine.tree["c1"].tuning["best"]]
+    assert adopted.tuning["params"]["BLOCK"] == 512 and engine.best() is adopted
+    assert engine.tree["c1"].tuning["cost"]["pruned_after"] == len(spilled)
