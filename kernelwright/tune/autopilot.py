@@ -13,6 +13,8 @@ result's `cost` says what the step spent (evaluations, device seconds, wall seco
 """
 from __future__ import annotations
 
+import os
+
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,10 +168,11 @@ def optimize_without_llm(
 
 
 def open_cache(cache: TuneCache | str | None) -> TuneCache | None:
-    """The tuning cache to use: a TuneCache as given, "default" for the user's cache (the folder in
-    KW_TUNE_CACHE, else ~/.cache/kernelwright/tune), a path for a cache file there, None for none."""
-    if cache is None or isinstance(cache, TuneCache) or (hasattr(cache, "get") and hasattr(cache, "put")):
-        return cache  # a TuneCache, or anything with its get/put (a run's store: drivers/autotune.py)
+    """The tuning cache to use: a TuneCache (or any object with its `get`/`put`, e.g. a run store's
+    measurements) as given, "default" for the user's cache (the folder in KW_TUNE_CACHE, else
+    ~/.cache/kernelwright/tune), a path for a cache file there, None for none."""
+    if cache is None or not isinstance(cache, (str, os.PathLike)):
+        return cache
     if cache == "default":
         return TuneCache()
     return TuneCache(Path(cache))
