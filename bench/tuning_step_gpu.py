@@ -8,8 +8,18 @@ instance and the tuner's configurations on this GPU. Nothing here is a model's w
 the mechanism (does the default instance reproduce c1 within `tune_match`, what the tuner finds,
 what the step costs in GPU-seconds), not an agent.
 
-    PYTHONPATH=. KW_KERNELBENCH=/path/to/kernelbench python bench/tuning_step_gpu.py [--evals 8] [--batch 4]
+What it can and cannot say about "with and without the tuning step": these answers end the LLM
+path at c1, so the path's best without the step is c1 (judged in this same run) and with it the
+adopted instance, after `--evals` more evaluations. The comparison at the *same* evaluation
+budget needs the model's answers for the evaluations the "without" run would spend on further
+proposals; hand-written answers cannot stand in for them (see docs/optimize.md, "The tuning
+step", for the settings of such a pair of exchange-driven runs).
 
+    PYTHONPATH=. KW_KERNELBENCH=/path/to/kernelbench python bench/tuning_step_gpu.py [--evals 6] [--batch 5]
+
+Every `kernelwright optimize` call has its own limit and all of them together `--deadline-s`; on a
+timeout what the run stored so far is still written. `--set NAME=VALUE` passes settings on (a CPU
+smoke run: `TRITON_INTERPRET=1 ... --set judge.device=cpu --set batch_size=16 --set dim=1024`).
 Writes $OUT/tuning_step_gpu.json (c1, every instance with its parameters, time and speedups, the
 adopted one, the reproduction ratio, the job's cost) and $OUT/tuning_step_gpu.md, and keeps the
 run folder under $OUT/run for `kernelwright runs show`.
@@ -19,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -37,8 +48,15 @@ PAUSED = 75
 
 def optimize(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "kernelwright", "optimize", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    process = subprocess.Popen([sys.executable, "-m", "kernelwright", "optimize", *args], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # the run and its judges stop; what it stored is reported
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise Timeout(f"an optimize call ran past its {timeout:.0f} s") from exc
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def answer(exchange: Path, role: str, text: str) -> None:
@@ -51,24 +69,45 @@ def answer(exchange: Path, role: str, text: str) -> None:
     (exchange / pending[0]["answer_file"]).write_text(text)
 
 
-def run(out: Path, evals: int, batch: int, timeout: float) -> dict:
+# judged quickly enough for a few minutes of GPU time; no ncu profiles (not what this measures)
+FAST = ["batch_size=512", "judge.trials=3", "judge.rep_ms=100", "judge.timeout_s=60", "profile_evals=0"]
+
+
+class Timeout(Exception):
+    """An optimize call ran past its limit or the deadline."""
+
+
+def run(out: Path, evals: int, batch: int, timeout: float, deadline: float, extra: list[str]) -> dict:
     run_dir = out / "run"
+    settings = [*FAST, "drafts=1", "iterations=1", "parallel=1", "max_repairs=0", "skills_k=0",
+                f"tune_evals={evals}", f"tune_batch={batch}", *extra]
     args = [str(problem_path("level1/19_ReLU.py")), "--llm", "exchange", "--strategy", "greedy",
-            "--run-dir", str(run_dir), "--quiet", "--set", "batch_size=512", "--set", "drafts=1",
-            "--set", "iterations=1", "--set", "parallel=1", "--set", "max_repairs=0", "--set", "skills_k=0",
-            "--set", f"tune_evals={evals}", "--set", f"tune_batch={batch}"]
+            "--run-dir", str(run_dir), "--quiet", *(a for s in settings for a in ("--set", s))]
     started = time.monotonic()
-    for role, name in SCRIPT:
-        paused = optimize(args, timeout)
-        if paused.returncode != PAUSED:
-            sys.exit(f"expected a pause for the {role}, got {paused.returncode}:\n{paused.stdout}\n{paused.stderr}")
-        answer(run_dir / "exchange", role, (ANSWERS / name).read_text())
-        args = ["--resume", str(run_dir), "--quiet"]
-    done = optimize([*args, "--json"], timeout)
-    if done.returncode != 0:
-        sys.exit(f"the run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return {"outcome": json.loads(done.stdout), "wall_s": round(time.monotonic() - started, 1),
-            "candidates": candidates(run_dir)}
+    result: dict = {"settings": settings, "complete": False}
+    try:
+        for role, name in SCRIPT:
+            paused = optimize(args, _limit(timeout, deadline, started))
+            if paused.returncode != PAUSED:
+                sys.exit(f"expected a pause for the {role}, got {paused.returncode}:\n{paused.stdout}\n{paused.stderr}")
+            answer(run_dir / "exchange", role, (ANSWERS / name).read_text())
+            args = ["--resume", str(run_dir), "--quiet"]
+        done = optimize([*args, "--json"], _limit(timeout, deadline, started))
+        if done.returncode != 0:
+            sys.exit(f"the run failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        result.update(outcome=json.loads(done.stdout), complete=True)
+    except Timeout as exc:
+        result["stopped"] = str(exc)
+    result.update(wall_s=round(time.monotonic() - started, 1),
+                  candidates=candidates(run_dir) if (run_dir / "run.sqlite").exists() else [])
+    return result
+
+
+def _limit(timeout: float, deadline: float, started: float) -> float:
+    left = deadline - (time.monotonic() - started)
+    if left <= 1:
+        raise Timeout(f"the deadline of {deadline:.0f} s was reached")
+    return min(timeout, left)
 
 
 def candidates(run_dir: Path) -> list[dict]:
@@ -89,21 +128,42 @@ def candidates(run_dir: Path) -> list[dict]:
 
 def report(result: dict) -> str:
     rows = result["candidates"]
-    c1 = next(r for r in rows if r["id"] == "c1")
+    c1 = next((r for r in rows if r["id"] == "c1"), None)
+    head = [f"settings: {' '.join(result['settings'])}", f"wall: {result['wall_s']} s (three pauses included)"]
+    if not result["complete"]:
+        head.append(f"INCOMPLETE: {result.get('stopped')}; below is what the run stored (resume it with "
+                    "`kernelwright optimize --resume RUN`)")
+    if c1 is None:
+        return "\n".join([*head, "c1 was not judged"]) + "\n"
     record = c1["tuning"] or {}
     default = next((r for r in rows if r["id"] == record.get("default_instance")), None)
     lines = ["| candidate | parameters | median ms | x eager | x torch.compile |", "|---|---|---|---|---|"]
-    for r in rows[1:]:
+    for r in (r for r in rows if r["action"] != "reference"):
         speed = r["speedup"] or {}
-        params = ", ".join(f"{k}={v}" for k, v in (r["params"] or {}).items()) or "(c1 as written)"
+        params = ", ".join(f"{k}={v}" for k, v in (r["params"] or {}).items()) or "(as written)"
         mark = " (adopted)" if r["adopted"] else " (default instance)" if r["id"] == record.get("default_instance") else ""
         lines.append(f"| {r['id']}{mark} | {params} | {_num(r['median_ms'])} | {_num(speed.get('eager'))} | "
                      f"{_num(speed.get('compile_default'))} |")
     ratio = (default["median_ms"] / c1["median_ms"]) if default and default["median_ms"] and c1["median_ms"] else None
+    adopted = next((r for r in rows if r["adopted"]), None)
+    best = adopted or c1
+    instances = [r for r in rows if r["action"] == "tune"]
     lines += ["", f"default instance / c1 time: {ratio:.3f}" if ratio else "default instance: not timed",
-              f"outcome: {record.get('outcome')}", f"cost: {json.dumps(record.get('cost'))}",
-              f"wall: {result['wall_s']} s (three pauses included)"]
-    return "\n".join(lines) + "\n"
+              f"outcome: {record.get('outcome')}", f"cost: {json.dumps(record.get('cost'))}"]
+    if not result["complete"]:
+        return "\n".join([*head, "", *lines]) + "\n"
+    lines += ["", "LLM path of these hand-written answers (not a model's), best candidate:",
+              f"- without the tuning step: c1, {_num(c1['median_ms'])} ms, 1 evaluation",
+              f"- with it: {best['id']}, {_num(best['median_ms'])} ms, {1 + len(instances)} evaluations "
+              f"(x{_num(_ratio(c1, best))} over c1)",
+              "- the same evaluation budget without the step would need the model's further proposals: not measured here"]
+    return "\n".join([*head, "", *lines]) + "\n"
+
+
+def _ratio(before: dict, after: dict) -> float | None:
+    if before["median_ms"] and after["median_ms"]:
+        return before["median_ms"] / after["median_ms"]
+    return None
 
 
 def _num(value) -> str:
@@ -112,18 +172,21 @@ def _num(value) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--evals", type=int, default=8, help="tune_evals: instances of the tuning job")
-    parser.add_argument("--batch", type=int, default=4, help="tune_batch: instances judged at once")
-    parser.add_argument("--timeout-s", type=float, default=420, help="limit of each optimize call")
+    parser.add_argument("--evals", type=int, default=6, help="tune_evals: instances of the tuning job")
+    parser.add_argument("--batch", type=int, default=5, help="tune_batch: instances judged at once")
+    parser.add_argument("--timeout-s", type=float, default=120, help="limit of each optimize call")
+    parser.add_argument("--deadline-s", type=float, default=170, help="limit of all optimize calls together")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="NAME=VALUE",
+                        help="a further setting (repeatable; later ones win)")
     options = parser.parse_args()
     out = Path(os.environ.get("OUT", "out"))
     out.mkdir(parents=True, exist_ok=True)
-    result = run(out, options.evals, options.batch, options.timeout_s)
+    result = run(out, options.evals, options.batch, options.timeout_s, options.deadline_s, options.extra)
     (out / "tuning_step_gpu.json").write_text(json.dumps(result, indent=2))
     text = report(result)
     (out / "tuning_step_gpu.md").write_text(text)
     print(text)
-    return 0
+    return 0 if result["complete"] else 1
 
 
 if __name__ == "__main__":
