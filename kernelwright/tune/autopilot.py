@@ -129,7 +129,7 @@ def optimize_without_llm(
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
-    from .library import NoTemplate, build_template, describe_problem
+    from .library import NoTemplate, build_template
 
     config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
     config.overrides = {**config.overrides, **(overrides or {})}
@@ -230,6 +230,8 @@ def _reference_match(problem_path, name: str):
 
 
 def _no_template_message(problem, exc: Exception) -> str:
+    from .library import describe_problem
+
     try:
         kinds = describe_problem(problem)["kinds"]
         what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
