@@ -24,9 +24,9 @@ class Templatizer(Agent):
     default_temperature = 0.0  # a rewrite that must keep behaviour: the likeliest answer, not a creative one
 
     def sections(self, ctx: AgentContext) -> list[Section]:
-        kernel = ctx.best or ctx.parent
+        kernel = ctx.parent or ctx.best  # the candidate at hand (the search's), else the best
         if kernel is None:
-            raise ValueError("Templatizer needs the kernel to templatize in AgentContext.best")
+            raise ValueError("Templatizer needs the kernel to templatize in AgentContext.parent (or .best)")
         env = self.env
         chosen = [sections.task(env, ctx),
                   sections.candidate_code(env, self.name, kernel, "base_code", REQUIRED),

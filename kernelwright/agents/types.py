@@ -64,6 +64,7 @@ class CandidateView:
     summary: str = ""
     findings: list[str] = field(default_factory=list)
     verdict: VerdictView | None = None  # the numbers; without it prompts show `summary` and `findings`
+    tuned: str = ""  # "parameters tuned: ..." when the tuning step searched this candidate's parameters
 
 
 @dataclass

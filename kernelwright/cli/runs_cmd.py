@@ -215,13 +215,17 @@ def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = Fals
     if row is None:
         errors.print(f"[red]run {run_id} has no candidate {candidate_id}[/]")
         raise typer.Exit(EXIT_USAGE)
+    tuning = (row.get("node") or {}).get("tuning") or {}
     if json_out:
         record = {k: v for k, v in row.items() if k != "node"}
-        typer.echo(json.dumps({**record, "verdict": store.verdict(run_id, candidate_id)}, indent=2))
+        typer.echo(json.dumps({**record, "tuning": tuning or None, "verdict": store.verdict(run_id, candidate_id)},
+                              indent=2))
         return
     console.print(f"[bold]{row['id']}[/] {row['action']} of {row['parent_id']}: {row['status']}")
     if row.get("plan"):
         console.print(row["plan"])
+    if tuning:
+        console.print(tuning_text(tuning), highlight=False)
     if row.get("reason"):
         console.print(f"[red]{escape(row['reason'])}[/]")
     where = ((store.verdict(run_id, candidate_id) or {}).get("environment") or {}).get("judged_on")
@@ -231,6 +235,17 @@ def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = Fals
         console.print(f"judged on: {judged_on_text(where)}", highlight=False)
     if row.get("code"):
         console.print(Syntax(row["code"], "python", line_numbers=True))
+
+
+def tuning_text(tuning: dict[str, Any]) -> str:
+    """What the search's tuning step did with a candidate (or an instance), for `runs show --candidate`."""
+    if "of" in tuning:
+        params = ", ".join(f"{k}={v}" for k, v in (tuning.get("params") or {}).items())
+        return f"instance of {tuning['of']}'s template ({tuning.get('job')}): {params}"
+    cost = tuning.get("cost") or {}
+    spent = (f"; cost: {cost.get('evaluations', 0)} evaluation(s), {cost.get('templatizer_calls', 0)} Templatizer "
+             f"call(s), {cost.get('device_s', 0.0):.1f} {cost.get('device_label', 'device-seconds')}") if cost else ""
+    return f"tuning ({tuning.get('job')}): {tuning.get('outcome', '')}{spent}"
 
 
 def register(app: typer.Typer) -> None:

@@ -32,6 +32,11 @@ def progress_panel(snapshot: dict[str, Any], title: str = "kernelwright optimize
     minutes = spend.get("elapsed_s", 0.0) / 60
     stored = f" ({snapshot['stored_before']} stored before this session)" if snapshot.get("stored_before") else ""
     table.add_row("judge", f"{_limit(spend.get('evals', 0), limits.get('max_evals'))} evaluations{stored}")
+    tuning = snapshot.get("tuning") or {}
+    if tuning.get("jobs"):  # the search's tuning step (search/tuning.py)
+        table.add_row("tune", f"{tuning['jobs']} job(s), {tuning.get('active', 0)} running: {tuning.get('evals', 0)} "
+                              f"evaluations, {tuning.get('calls', 0)} Templatizer calls, "
+                              f"{tuning.get('device_s', 0.0):.1f} {tuning.get('device_label', 'device-seconds')}")
     table.add_row("time", _limit(minutes, limits.get("max_minutes"), "{:.1f}") + " min")
     if snapshot.get("stop_reason"):
         table.add_row("stop", str(snapshot["stop_reason"]))
@@ -52,6 +57,7 @@ def progress_line(snapshot: dict[str, Any]) -> str:
     elif snapshot.get("mode") == "import":
         what = f"{snapshot.get('candidates', 0)} imported candidates ({evals} judged), {snapshot.get('passing', 0)} correct"
     else:
+        tuned = (snapshot.get("tuning") or {}).get("evals")
         what = (f"{snapshot.get('candidates', 0)} candidates, {max(0, snapshot.get('passing', 0))} correct, "
-                f"{spend.get('calls', 0)} LLM calls, {evals} evaluations")
+                f"{spend.get('calls', 0)} LLM calls, {evals} evaluations" + (f" ({tuned} tuning)" if tuned else ""))
     return f"[{seconds // 60}:{seconds % 60:02d}] {what}; {best_text}"

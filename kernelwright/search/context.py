@@ -50,7 +50,7 @@ def candidate_view(node: Node, objective: str) -> CandidateView:
     findings = list(node.eval.findings) if node.eval else []
     return CandidateView(id=node.id, code=node.code or "", status=node.status,
                          speedup=node.speedup(objective), summary=node.summary(objective),
-                         findings=findings, verdict=verdict_view(node, objective))
+                         findings=findings, verdict=verdict_view(node, objective), tuned=node.tuned)
 
 
 def in_progress_lines(plans: Iterable[tuple[str, str]]) -> list[str]:

@@ -12,7 +12,9 @@ One expansion job turns a node into a new candidate:
     [analyst] -> planner -> coder -> evaluation -> (failed?) repairer -> evaluation ... (<= K)
 
 Each step is one ask; a job has at most one ask out at a time. The strategy chooses which node
-a job expands, and learns the job's final candidate when it ends.
+a job expands, and learns the job's final candidate when it ends. A correct candidate that ends
+its expansion among the best may start a tuning job (tuning.py: Templatizer, default instance,
+tuner instances), whose asks come from the same counter and whose best instance joins the tree.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from .results import AskFailure, EvalResult
 from .settings import Settings
 from .strategies import SearchState, Strategy, make_strategy
 from .tree import FAILED, INVALID, PASSED, ROOT_ID, Node, Tree
+from .tuning import Tuning
 from .values import node_value
 
 AGENT_NAMES = ("planner", "coder", "repairer", "analyst")
@@ -65,11 +68,11 @@ class Job:
 def default_agents(backend: str | None = None, prompt_dirs=None, known_skills=None) -> dict[str, Any]:
     """The built-in agents; the code writers check answers for `backend`; with `known_skills` (the
     library's names) only citations of real skills become skill tags."""
-    from kernelwright.agents import Analyst, Coder, Planner, Repairer
+    from kernelwright.agents import Analyst, Coder, Planner, Repairer, Templatizer
 
     return {"planner": Planner(prompt_dirs, known_skills=known_skills), "coder": Coder(prompt_dirs, backend=backend),
             "repairer": Repairer(prompt_dirs, backend=backend),
-            "analyst": Analyst(prompt_dirs, known_skills=known_skills)}
+            "analyst": Analyst(prompt_dirs, known_skills=known_skills), "templatizer": Templatizer(prompt_dirs)}
 
 
 class Engine:
@@ -91,7 +94,9 @@ class Engine:
         self.tree = Tree(problem.source)
         self.trajectory = Trajectory()
         self.contexts = ContextBuilder(problem, self.settings, skills, target=target, extra=extra)
+        self.seed = rng_seed
         self.rng = random.Random(rng_seed)
+        self.tuning = Tuning(self)  # the tuning step's jobs (tuning.py)
         self.jobs: dict[str, Job] = {}  # active jobs, in start order
         self.jobs_started = 0
         self.stop_reason: str | None = None
@@ -129,19 +134,22 @@ class Engine:
         self._fill()
         pending, self._unrendered = self._unrendered, []
         for ask, job in pending:
-            ask.request = self._request(job, ask.agent)
+            ask.request = self.tuning.request(job) if ask.job_id in self.tuning.jobs else self._request(job, ask.agent)
 
     def _hear(self, ask_id: str, result: Result, elapsed_s: float | None) -> None:
         if ask_id not in self._outstanding:
             raise EngineError(f"ask {ask_id!r} is not outstanding (known: {', '.join(self._outstanding) or 'none'})")
         ask = self._outstanding.pop(ask_id)
         self.budget.advance(elapsed_s)
-        job = self.jobs[self._ask_jobs.pop(ask_id)]
-        job.ask_id = None
+        job_id = self._ask_jobs.pop(ask_id)
         if isinstance(result, Completion):
             self.budget.record_completion(result.usage.total_tokens, result.cost_usd)
         if isinstance(result, AskFailure) and result.kind == "BudgetExceeded":
             self.stop_reason = self.stop_reason or f"LLM budget: {result.message}"
+        if job_id in self.tuning.jobs:
+            return self.tuning.hear(job_id, ask, result)
+        job = self.jobs[job_id]
+        job.ask_id = None
         handler = {ANALYZE: self._on_analysis, PLAN: self._on_plan, CODE: self._on_code,
                    EVALUATE: self._on_evaluation, REPAIR: self._on_repair}[job.stage]
         handler(job, ask, result)
@@ -156,7 +164,7 @@ class Engine:
 
     @property
     def done(self) -> bool:
-        return not self.jobs and not self._outstanding
+        return not self.jobs and not self.tuning.jobs and not self._outstanding
 
     def best(self) -> Node | None:
         return self.tree.best(self.settings.objective)
@@ -175,7 +183,7 @@ class Engine:
                 "active_jobs": len(self.jobs), "jobs_started": self.jobs_started,
                 "outstanding": len(self._outstanding), "spend": self.budget.spend.to_dict(),
                 "limits": self.budget.limits.to_dict(), "stop_reason": self.stop_reason,
-                "done": self.done}
+                "done": self.done, "tuning": self.tuning.snapshot()}
 
     # ---- starting jobs -------------------------------------------------------------------
 
@@ -221,7 +229,7 @@ class Engine:
                 break
             parent_id = self.strategy.select(self._state())
             if parent_id is None:
-                if not self.jobs:
+                if not self.jobs and not self.tuning.jobs:  # a tuned instance may give it something
                     self.stop_reason = "search finished: the strategy has nothing left to expand"
                 break
             self._start_job(parent_id)
@@ -266,12 +274,12 @@ class Engine:
         self._ask_counter += 1
         return f"a{self._ask_counter}"
 
-    def _issue(self, job: Job, ask: Ask) -> None:
+    def _issue(self, job: Any, ask: Ask) -> None:
         self._outstanding[ask.id] = ask
         self._ask_jobs[ask.id] = job.id
         job.ask_id = ask.id
 
-    def _ask_completion(self, job: Job, agent: str) -> None:
+    def _ask_completion(self, job: Any, agent: str) -> None:
         """The ask is made now; its prompt is written once everything told with it was heard."""
         self.budget.spend.calls += 1
         ask = CompletionAsk(self._new_ask_id(), agent, None, job.id)
@@ -305,6 +313,7 @@ class Engine:
         in_progress = []
         if agent in ("planner", "analyst"):  # the Coder carries out its plan; others' plans are not its concern
             in_progress = [(j.approach_key, j.plan_text) for j in self.jobs.values() if j is not job and j.plan_text]
+            in_progress += self.tuning.in_progress()
         ctx = self.contexts.build(agent, self.tree, self.trajectory, parent=context_parent,
                                   failure=failure, plan=job.plan if agent != "planner" else None,
                                   in_progress=in_progress, skills=self._skills_for(job, agent, parent))
@@ -492,4 +501,5 @@ class Engine:
         path = self.tree.ancestors(leaf.id if leaf else job.parent_id)  # visits changed along it
         self._changed.update(n.id for n in touched + path)
         self._changed.add(job.parent_id)
+        self.tuning.consider(leaf)
 

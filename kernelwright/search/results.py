@@ -50,6 +50,11 @@ class EvalResult:
     profile: dict[str, Any] = field(default_factory=dict)  # profile_facts(): class, hot kernels, notices
     margin: float | None = None  # worst measured error / allowed error over the trials (1.0 = at the limit)
     shrunk: bool = False  # judged at the CPU's shrunk sizes
+    # what the compiler reported per kernel (tune.prune.KernelResources dicts: registers, spills,
+    # shared memory), read by the tuning step's resource pruning; empty when the judge reports none
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    device_s: float = 0.0  # seconds in the stages that ran kernels (tune.cost.verdict_seconds)
+    judge_s: float = 0.0  # wall seconds of the judging process
 
     @property
     def passed(self) -> bool:
@@ -89,7 +94,11 @@ class EvalResult:
                 stats = getattr(verdict.baselines, name, None)
                 if stats is not None:
                     baselines[name] = stats.median_ms
+        from kernelwright.tune.cost import verdict_seconds
+        from kernelwright.tune.evaluate import verdict_resources
+
         profile = verdict.profile if isinstance(verdict.profile, dict) else {}
+        device_s, judge_s = verdict_seconds(verdict)
         return cls(
             status=verdict.status, stage=verdict.stage, outcome=_outcome(verdict),
             speedup={k: float(v) for k, v in (verdict.speedup or {}).items() if v is not None},
@@ -98,7 +107,8 @@ class EvalResult:
             error="" if verdict.passed else failure_text(verdict),
             findings=_findings(profile), bottleneck=_bottleneck(verdict, profile),
             device=verdict.device, timing_method=verdict.timing.method if verdict.timing else "",
-            **verdict_facts(verdict, profile),
+            resources=[r.to_dict() for r in verdict_resources(verdict)],
+            device_s=round(device_s, 3), judge_s=round(judge_s, 3), **verdict_facts(verdict, profile),
         )
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 STRATEGIES = ("greedy", "beam", "mcts")
 OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
+#: settings added after runs were stored, with the value that means "as before they existed"
+ADDED_LATER: dict[str, Any] = {"tune": False}
 
 
 class SettingsError(ValueError):
@@ -45,6 +47,14 @@ class Settings:
     skills_k: int = 5  # skills ranked for an expansion; prompts take them whole from the top while they fit
     profile_evals: int = 8  # passing candidates profiled (ncu) per run on a GPU target; 0: none
     temperature: float | None = None  # None: the agents' own default
+    # the tuning step (search/tuning.py): templatize a promising correct candidate, tune its parameters
+    tune: bool = True  # on for LLM runs; false: never ask the Templatizer
+    tune_top: int = 1  # a candidate is tuned when it ranks among the tune_top fastest as its expansion ends (1: a new best)
+    tune_share: float = 0.25  # most of max_evals that tuning may use in all (no share without max_evals)
+    tune_evals: int = 8  # most instances one tuning job judges, its default instance included
+    tune_batch: int = 4  # instances of a job judged at once once its default instance reproduced the candidate
+    tune_strategy: str = "auto"  # the tuner's strategy (tune.search.CHOICES)
+    tune_match: float = 1.25  # the default instance reproduces the candidate when it passes within this time ratio
 
     def __post_init__(self) -> None:
         self.validate()
@@ -64,6 +74,18 @@ class Settings:
                 raise SettingsError(f"setting {name} must not be negative, got {getattr(self, name)}")
         if self.mcts_c < 0 or self.widen_k <= 0 or not 0 <= self.widen_alpha <= 1:
             raise SettingsError("need mcts_c >= 0, widen_k > 0 and 0 <= widen_alpha <= 1")
+        self._validate_tuning()
+
+    def _validate_tuning(self) -> None:
+        from kernelwright.tune.search import CHOICES
+
+        if self.tune_strategy not in CHOICES:
+            raise SettingsError(f"tune_strategy {self.tune_strategy!r} is not one of {', '.join(CHOICES)}")
+        if self.tune_top < 1 or self.tune_batch < 1 or self.tune_evals < 2:
+            raise SettingsError("need tune_top >= 1, tune_batch >= 1 and tune_evals >= 2 (the default instance "
+                                "and one more)")
+        if not 0 < self.tune_share <= 1 or self.tune_match < 1:
+            raise SettingsError("need 0 < tune_share <= 1 and tune_match >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -75,6 +97,12 @@ class Settings:
             raise SettingsError(f"unknown search settings: {', '.join(sorted(unknown))} "
                                 f"(known: {', '.join(names())})")
         return cls(**{k: coerce(k, v) for k, v in data.items()})
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> "Settings":
+        """The settings a run was stored with; a run stored before a setting existed keeps the
+        behaviour it was made with (its replay log holds no ask of the newer features)."""
+        return cls.from_dict({**ADDED_LATER, **data})
 
     def with_values(self, values: dict[str, Any]) -> "Settings":
         return Settings.from_dict({**self.to_dict(), **values})

@@ -26,7 +26,7 @@ class Node:
     id: str
     parent_id: str | None
     search_parent: str | None
-    action: str  # "reference", "draft", "improve", "repair"
+    action: str  # "reference", "draft", "improve", "repair", "tune"
     code: str | None
     plan: str = ""
     approach_key: str = ""
@@ -43,6 +43,10 @@ class Node:
     value_sum: float = 0.0
     repairs: int = 0  # repair attempts made on this node's failure
     order: int = 0  # creation order
+    # the tuning step (search/tuning.py): on a templatized candidate, what its tuning job did and
+    # cost; on an instance, its job, template and parameters
+    tuning: dict[str, Any] = field(default_factory=dict)
+    tuned: str = ""  # "parameters tuned: ...", shown with the candidate in later prompts
 
     @property
     def passed(self) -> bool:

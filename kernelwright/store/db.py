@@ -344,6 +344,7 @@ class RunStore:
                     " approach_key, code, code_hash, speedup, value, visits, value_sum, depth, reason,"
                     " node, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
                     " ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status,"
+                    " search_parent = excluded.search_parent,"
                     " speedup = excluded.speedup, value = excluded.value, visits = excluded.visits,"
                     " value_sum = excluded.value_sum, reason = excluded.reason, node = excluded.node,"
                     " updated = excluded.updated",

@@ -187,7 +187,7 @@ class JudgeEvaluator:
 
     def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
         timing = verdict.timing
-        resources = _verdict_resources(verdict)
+        resources = verdict_resources(verdict)
         device_s, judge_s = verdict_seconds(verdict)
         m = Measurement(
             params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
@@ -218,7 +218,7 @@ def judge_context(problem_path: str | Path, config) -> str:
                    "kernelwright": kernelwright.__version__, "verdict_schema": SCHEMA_VERSION})
 
 
-def _verdict_resources(verdict) -> list[KernelResources]:
+def verdict_resources(verdict) -> list[KernelResources]:
     """Compiler-reported resources in a verdict: a `kernels` list if the judge records one, else ptxas -v text."""
     compile_result = verdict.compile
     if compile_result is None:

@@ -1,4 +1,4 @@
-"""The end-to-end scenario shared by the e2e tests and by the script that builds their cassette.
+"""The end-to-end scenarios shared by the e2e tests and by the script that builds their cassette.
 
 ReLU (KernelBench level 1, problem 19) shrunk to 16 x 1024, Triton under the CPU interpreter,
 greedy search with one draft and one repair: the draft's Coder answer computes a leaky ReLU (wrong
@@ -24,9 +24,10 @@ PROBLEM = SHARED_KB / "level1" / "19_ReLU.py"
 # (agent role, hand-written answer) in the order the run asks for them
 SCRIPT = [("planner", "01_planner.md"), ("coder", "02_coder.md"), ("repairer", "03_repairer.md")]
 
-SEARCH_SETTINGS = ("drafts", "iterations", "parallel", "max_repairs", "skills_k")
+SEARCH_SETTINGS = ("drafts", "iterations", "parallel", "max_repairs", "skills_k", "tune")
 SETTINGS = {
     "drafts": 1, "iterations": 1, "parallel": 1, "max_repairs": 1, "skills_k": 0,
+    "tune": False,  # the tuning step has its own scenario (TUNE_SETTINGS)
     "batch_size": 16, "dim": 1024,  # problem sizes
     "judge.trials": 2, "judge.baselines": "eager", "judge.device": "cpu", "judge.warmup_ms": 1,
     "judge.rep_ms": 5, "judge.min_reps": 3, "judge.max_reps": 10,
@@ -53,3 +54,45 @@ def cli(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subproces
 
 def answer_text(name: str) -> str:
     return (ANSWERS / name).read_text()
+
+
+# ---- the tuning step: plan, a correct first version, the Templatizer's template, then tuning ------
+# The same problem and judge settings; hand-written answers in answers/tune_relu, given through the
+# exchange provider by role (the Templatizer's prompt quotes the candidate's measured CPU time, so
+# no hash-keyed cassette could replay it from run to run).
+TUNE_ANSWERS = CASSETTES / "answers" / "tune_relu"
+TUNE_SCRIPT = [("planner", "01_planner.md"), ("coder", "02_coder.md"), ("templatizer", "03_templatizer.md")]
+TUNE_SETTINGS = {
+    **SETTINGS, "max_repairs": 0, "tune": True, "tune_evals": 4,
+    # the default instance is judged seconds after the candidate on a shared CPU, where the
+    # interpreter's wall time varies severalfold: a loose tolerance (1.25 by default on a GPU)
+    "tune_match": 4,
+}
+
+
+def tune_args(run_dir: Path, llm: str = "exchange", **changes) -> list[str]:
+    """The tuning scenario's command line; `changes` replace settings (`judge.device` as `judge__device`)."""
+    args = ["optimize", str(PROBLEM), "--llm", llm, "--strategy", "greedy", "--backend", "triton",
+            "--run-dir", str(run_dir), "--quiet"]
+    settings = {**TUNE_SETTINGS, **{k.replace("__", "."): v for k, v in changes.items()}}
+    for name, value in settings.items():
+        args += ["--set", f"{name}={value}"]
+    return args
+
+
+def answer_pending(exchange: Path, role: str, text: str) -> Path:
+    """Write `text` as the answer of the one prompt waiting in `exchange`, which must be for `role`;
+    the prompt's path."""
+    import json
+
+    from kernelwright.llm.exchange import read_answer
+
+    pending = [p for p in sorted(exchange.glob("*.request.json"))
+               if read_answer(exchange, p.name[: -len(".request.json")]) is None]
+    if len(pending) != 1:
+        raise AssertionError(f"expected exactly one pending prompt in {exchange}, found {len(pending)}")
+    sidecar = json.loads(pending[0].read_text())
+    if sidecar["request"]["role"] != role:
+        raise AssertionError(f"the run asked the {sidecar['request']['role']}, the next answer is for the {role}")
+    (exchange / sidecar["answer_file"]).write_text(text)
+    return exchange / sidecar["prompt_file"]

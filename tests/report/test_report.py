@@ -120,6 +120,19 @@ def test_progress_panel_shows_best_tree_and_spend():
                                   "limits": {"max_calls": 40, "max_usd": 2.0}}))
     assert "1.83x (c7)" in text and "9 candidates" in text and "12 / 40 calls" in text
     assert "$0.50 / $2.00" in text and "1.5 min" in text
+    assert "tune" not in text  # no tuning job yet
+
+
+def test_progress_shows_what_the_tuning_step_spent():
+    from kernelwright.report.progress import progress_line
+
+    snapshot = {"best_id": "c5", "best_speedup": 2.1, "candidates": 6, "passing": 6,
+                "spend": {"calls": 3, "evals": 5, "elapsed_s": 61}, "limits": {"max_evals": 16},
+                "tuning": {"jobs": 1, "active": 1, "calls": 1, "evals": 4, "device_s": 3.25,
+                           "device_label": "GPU-seconds", "adopted": []}}
+    text = render(progress_panel(snapshot))
+    assert "1 job(s), 1 running: 4 evaluations, 1 Templatizer calls, 3.2 GPU-seconds" in text
+    assert progress_line(snapshot) == "[1:01] 6 candidates, 6 correct, 3 LLM calls, 5 / 16 evaluations (4 tuning); best c5 2.10x"
 
 
 def test_header_names_the_baseline_measurement_behind_the_speedup(tmp_path):

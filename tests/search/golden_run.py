@@ -202,7 +202,7 @@ def problem_info(kernelbench: Path, target: Target) -> ProblemInfo:
 def make_engine(info: ProblemInfo, target: Target, settings: Settings | None = None) -> Engine:
     library = builtin_library()
     settings = settings or Settings(strategy="greedy", drafts=2, parallel=2, iterations=3, max_repairs=1,
-                                    analyst=True, context_tokens=40000)
+                                    analyst=True, context_tokens=40000, tune=False)
     stored = {"problem": info.to_dict(), "judge": {}}
     return Engine(info, "greedy", Limits(), settings, skills=lambda q, k: rank_skills(library, q, k),
                   skill_names=library.names(), target=target, extra=prompt_extra(stored))

@@ -44,7 +44,7 @@ def setup(tmp_path, **settings):
     store = RunStore.in_dir(tmp_path)
     store.create_run("r1", problem_path="p.py", problem_name="relu", problem_hash="h", problem_source="s",
                      settings={})
-    values = {"strategy": "greedy", "drafts": 1, "parallel": 2, "iterations": 3, **settings}
+    values = {"strategy": "greedy", "drafts": 1, "parallel": 2, "iterations": 3, "tune": False, **settings}
     engine = Engine(problem(), values["strategy"], Limits(), Settings(**values))
     return store, engine
 
@@ -133,7 +133,7 @@ def test_session_pauses_on_exchange_and_batch_and_resumes_to_the_end(tmp_path, k
 
     run_dir = tmp_path / "run"
     options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", eval_mode="batch",
-                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0),
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0, tune=False),
                          overrides={"batch_size": 16, "dim": 64}, run_dir=str(run_dir))
     waiting = run_optimization(options)  # a batch run first needs its evaluation device: no prompt yet
     assert waiting.status == "paused" and waiting.exit_code == 75 and not waiting.pending_prompts
@@ -178,7 +178,7 @@ def test_resume_refuses_a_changed_problem_file(tmp_path):
         "def get_init_inputs():\n    return []\n")
     run_dir = tmp_path / "run"
     options = RunOptions(problem=str(problem_file), llm="exchange", run_dir=str(run_dir),
-                         settings=Settings(strategy="greedy", drafts=1, iterations=1, skills_k=0))
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, skills_k=0, tune=False))
     assert run_optimization(options).status == "paused"
     problem_file.write_text(problem_file.read_text().replace("n = 8", "n = 9"))
     from kernelwright.search.drivers.session import RunError
@@ -217,7 +217,7 @@ def test_ctrl_c_during_a_run_leaves_it_interrupted_and_resumable(tmp_path, kerne
 
     run_dir = tmp_path / "run"
     options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", run_dir=str(run_dir),
-                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0),
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0, tune=False),
                          overrides={"batch_size": 16, "dim": 64})
 
     async def interrupted(*args, **kwargs):

@@ -15,7 +15,7 @@ from kernelwright.search.settings import Settings
 
 
 def engine(strategy="greedy", limits=None, **settings) -> Engine:
-    values = {"drafts": 1, "parallel": 1, "iterations": 3, **settings}
+    values = {"drafts": 1, "parallel": 1, "iterations": 3, "tune": False, **settings}  # tuning: test_tuning.py
     return Engine(problem(), strategy, limits or Limits(), Settings(strategy=strategy, **values))
 
 

@@ -38,3 +38,23 @@ def test_the_error_margin_is_the_judges_worst_over_trials():
     assert error_margin(SimpleNamespace(precision={"margin": margin})) == 0.7
     assert error_margin(SimpleNamespace(precision={"margin": {"elementwise": None, "rel_l2": None, "worst": None}})) is None
     assert error_margin(SimpleNamespace(precision={})) is None  # a verdict from before margins: no claim
+
+
+def test_the_compiler_report_and_the_seconds_reach_the_tuning_step():
+    """What the tuning step reads from a verdict: the compiler's per-kernel resources (ptxas -v text
+    here, hand-written) for resource pruning, and the seconds for its cost."""
+    from kernelwright.judge.verdict import CompileResult, ProcessInfo
+
+    verdict = gpu_pass(6.41, 0.012, 8.90, 7.35, 89.9, 0.93, True)
+    verdict.compile = CompileResult(ok=True, backend="cuda", log=(
+        "ptxas info    : Compiling entry function '_Z4tileILi128EEvPKfPf' for 'sm_90'\n"
+        "ptxas info    : Function properties for _Z4tileILi128EEvPKfPf\n"
+        "    64 bytes stack frame, 32 bytes spill stores, 32 bytes spill loads\n"
+        "ptxas info    : Used 255 registers, 49152 bytes smem, 376 bytes cmem[0]\n"))
+    verdict.stage_seconds = {"compile": 9.0, "check": 1.5, "time": 2.0, "baselines": 0.5}
+    verdict.process = ProcessInfo(wall_s=14.0)
+    result = EvalResult.from_verdict(verdict)
+    assert result.resources == [{"name": "_Z4tileILi128EEvPKfPf", "registers": 255, "spills": 64,
+                                 "shared_bytes": 49152, "threads": None}]
+    assert (result.device_s, result.judge_s) == (4.0, 14.0)
+    assert EvalResult.from_dict(result.to_dict()) == result

@@ -132,7 +132,7 @@ class RunOutcome:
                 "pending_prompts": [str(p) for p in self.pending_prompts],
                 "pending_evals": [str(p) for p in self.pending_evals],
                 "resume": resume_command(self.run_dir) if self.status in ("paused", "interrupted", "failed") else None,
-                "exit_code": self.exit_code, "spend": self.snapshot.get("spend"),
+                "exit_code": self.exit_code, "spend": self.snapshot.get("spend"), "tuning": self.snapshot.get("tuning"),
                 "candidates": self.snapshot.get("candidates"), "passing": self.snapshot.get("passing")}
 
 
@@ -252,7 +252,7 @@ class Session:
 
     @property
     def settings(self) -> Settings:
-        return Settings.from_dict(self.stored["search"])
+        return Settings.from_stored(self.stored["search"])
 
     @property
     def problem(self) -> ProblemInfo:
@@ -374,7 +374,7 @@ class Session:
                            "replay:CASSETTE.jsonl) or set KW_LLM")
         router = Router(config, default, role_specs=roles)
         if limits.max_usd is not None:
-            for role in AGENT_NAMES:  # a dollar budget over an unpriced model would never stop
+            for role in (*AGENT_NAMES, "templatizer"):  # a dollar budget over an unpriced model would never stop
                 provider = router.provider_for(role)
                 if provider.price is None:
                     raise RunError(f"a dollar budget is set but {provider.spec} (the {role}) has no "

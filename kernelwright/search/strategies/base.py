@@ -54,6 +54,9 @@ class Strategy:
     def job_done(self, tree: Tree, job: "Job", leaf: Node | None) -> None:
         """An expansion ended; `leaf` is its last candidate (None when no code was produced)."""
 
+    def adopted(self, tree: Tree, node: Node) -> None:
+        """A node joined the search tree outside an expansion (a tuned instance, search/tuning.py)."""
+
     def value(self, node: Node) -> float:
         return node_value(node, self.settings.objective)
 

@@ -50,6 +50,10 @@ class Beam(Strategy):
         job.generation = self.generation
         self.active_in_generation += 1
 
+    def adopted(self, tree: Tree, node: Node) -> None:
+        """A tuned instance competes for the next beam with the current generation's leaves."""
+        self.produced.append(node.id)
+
     def job_done(self, tree: Tree, job, leaf: Node | None) -> None:
         if job.generation != self.generation:
             return

@@ -61,6 +61,13 @@ class MCTS(Strategy):
         scored.sort(key=lambda item: (-item[0], item[1]))
         return [child for _, _, child in scored]
 
+    def adopted(self, tree: Tree, node: Node) -> None:
+        """A tuned instance counts as one visit of itself and of its search path, with its value."""
+        value = self.value(node)
+        for visited in [node, *tree.ancestors(node.id)]:
+            visited.visits += 1
+            visited.value_sum += value
+
     def job_done(self, tree: Tree, job, leaf: Node | None) -> None:
         """Back up the expansion's value from its leaf along the search path to the root."""
         value = self.value(leaf) if leaf is not None else 0.0
