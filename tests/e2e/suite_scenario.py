@@ -2,8 +2,8 @@
 builds its cassette.
 
 `kernelwright optimize examples/problems` (three problems: linear_relu, row_softmax,
-scale_bias_gelu) with `--llm replay:examples_suite.jsonl`, greedy search with one draft and no
-repair, Triton under the CPU interpreter. Six hand-written answers (a plan and a module per
+scale_bias_gelu) with `--llm replay:examples_suite.jsonl`, greedy search with one draft, no
+repair and no tuning step, Triton under the CPU interpreter. Six hand-written answers (a plan and a module per
 problem; the modules are the hand-written candidates of examples/candidates/): row_softmax and
 scale_bias_gelu are correct, linear_relu's module forgets the bias in its epilogue, so that
 problem fails and the suite's numbers count it as 1.0x. The prompts hold no timing, path or
@@ -24,6 +24,9 @@ SETTINGS = {
     "drafts": 1, "iterations": 1, "parallel": 1, "max_repairs": 0, "skills_k": 0,
     "judge.trials": 2, "judge.baselines": "eager", "judge.device": "cpu", "judge.warmup_ms": 1,
     "judge.rep_ms": 5, "judge.min_reps": 3, "judge.max_reps": 10,
+    # no tuning step: the Templatizer's prompt quotes a measured CPU time, which no hash-keyed
+    # cassette replays (tests/e2e/test_tuning_e2e.py covers that step)
+    "tune": False,
 }
 
 
