@@ -129,7 +129,7 @@ def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
         return config.cuda_arch_list
     if device_hint == "cpu":
         return os.environ.get("TORCH_CUDA_ARCH_LIST", "")
-    from .compile import resolve_arch_list
+    from .toolchain import resolve_arch_list
 
     return resolve_arch_list(None)
 

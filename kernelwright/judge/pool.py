@@ -74,7 +74,7 @@ def visible_gpus() -> tuple[int, ...]:
 
 def detected_arch_list() -> str:
     """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    from .compile import smi_arch_list
+    from .toolchain import smi_arch_list
 
     return smi_arch_list()
 
