@@ -95,7 +95,7 @@ class JudgePool:
     def __init__(self, config: JudgeConfig | None = None, compile_workers: int | None = None,
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
-                 precompile: bool | None = None):
+                 precompile: bool | None = None, warm: bool | None = None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -107,6 +107,10 @@ class JudgePool:
         self._compilers: ThreadPoolExecutor | None = None
         self._evaluators: ThreadPoolExecutor | None = None
         self._lanes: queue.Queue | None = None
+        # warm starts: evaluations forked from a server that imported torch once (None: unless
+        # $KW_JUDGE_WARM=0); the launcher is made with the executors
+        self.warm = warm
+        self._launcher = None
 
     # ------------------------------------------------------------------ streaming
 
@@ -167,9 +171,12 @@ class JudgePool:
     def close(self, wait: bool = True) -> None:
         with self._guard:
             executors, self._compilers, self._evaluators = (self._compilers, self._evaluators), None, None
+            launcher, self._launcher = self._launcher, None
         for executor in executors:
             if executor is not None:
                 executor.shutdown(wait=wait, cancel_futures=not wait)
+        if launcher is not None:
+            launcher.close()
 
     def __enter__(self) -> "JudgePool":
         return self
@@ -188,6 +195,8 @@ class JudgePool:
                     self._lanes.put(env)
                 self._evaluators = ThreadPoolExecutor(len(envs), thread_name_prefix="kw-judge-lane")
                 self._compilers = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="kw-judge-compile")
+                if self.warm is not False:
+                    self._launcher = api.warm_launcher(self.config, force=self.warm is True)
             return self._compilers, self._evaluators
 
     def _lane_envs(self) -> list[dict[str, str]]:
@@ -247,7 +256,8 @@ class JudgePool:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
         try:
             request = api.make_request(job.problem, job.candidate, config, scratch, phase=phase)
-            return api.run_request(request, config, scratch, env)
+            launcher = self._launcher if config.no_network == self.config.no_network else None
+            return api.run_request(request, config, scratch, env, launcher=launcher)
         finally:
             if not os.environ.get("KW_KEEP_SCRATCH"):
                 shutil.rmtree(scratch, ignore_errors=True)

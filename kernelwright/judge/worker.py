@@ -144,6 +144,7 @@ def load_judge_modules(notes: list[str]) -> dict[str, Any]:
 
     guards.die_with_parent()
     guards.apply_rlimits_from_env()
+    guards.apply_thread_count()
     modules = {name: optional_module(name, notes) for name in ("timing", "compile", "baseline", "floor", "env")}
     try:
         import torch._dynamo  # noqa: F401
