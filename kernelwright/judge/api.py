@@ -291,9 +291,21 @@ def record_supervision(info: ProcessInfo, record) -> None:
     info.isolation["not_enforced"] = [n for n in info.isolation.get("not_enforced", [])
                                       if not (info.confined and n == "filesystem isolation")]
     info.isolation["supervisor_seconds"] = record.seconds
+    if record.launched:  # the profile's processes, each confined afresh by the supervisor's launcher
+        info.isolation["profiled_processes"] = [_launched(entry) for entry in record.launched]
+    if record.network:
+        info.isolation["profile_network"] = record.network
     if record.notes:
         info.isolation["supervisor_notes"] = record.notes
     trusted.note_trusted(record.rewrote)
+
+
+def _launched(entry: dict) -> dict:
+    report = entry.get("confinement") or {}
+    return {"action": entry.get("action"), "confined": bool(report.get("active")),
+            "mechanism": report.get("mechanism", ""), "own_proc_writable": "/proc/self" in (report.get("devices") or []),
+            "capabilities": report.get("capabilities", ""), "reason": report.get("reason", ""),
+            "returncode": entry.get("returncode"), "seconds": entry.get("seconds")}
 
 
 def check_trusted_files(verdict: Verdict, files: trusted.TrustedFiles, before: dict, confined: bool) -> None:

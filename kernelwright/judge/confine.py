@@ -59,6 +59,11 @@ CAPABILITIES = {"CAP_SYS_ADMIN": 21, "CAP_SYS_PTRACE": 19, "CAP_SYS_MODULE": 16,
 # device files any program may write (pseudo devices) and those CUDA, NVML and Nsight Compute open
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/shm")
+# the process's own /proc entries (the link resolves to /proc/PID of the process confining itself):
+# CUDA's driver writes some of them while it initialises (cudaGetDeviceCount fails with error 304,
+# "OS call failed", without them: measured on the H100 machine, 2026-11-23). Writing them changes only
+# that process; other processes' entries stay read-only.
+OWN_PROC = "/proc/self"
 
 
 @dataclass
@@ -164,6 +169,8 @@ def _apply_landlock(report: ConfinementReport, abi: int, scratch: Path, readable
         for path in map(Path, report.writable):
             _add_rule(libc, ruleset, path, handled)
         report.devices = [p for p in device_paths() if _add_rule(libc, ruleset, Path(p), handled)]
+        if _add_rule(libc, ruleset, Path(OWN_PROC), _DIR_READ | _FILE_WRITE):
+            report.devices.append(OWN_PROC)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         report.no_new_privs = True

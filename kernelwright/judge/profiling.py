@@ -1,7 +1,8 @@
 """The profile of a passing candidate (`config.profile`): kernelwright.profile, run by the judge.
 
-`profile_candidate` starts its own processes (a timeline pass, ncu passes) and never raises for a
-bad candidate or a missing tool: what cannot run becomes a finding in the report. The judge runs it
+`profile_candidate` runs its own processes (a timeline pass, ncu passes) and never raises for a
+bad candidate or a missing tool: what cannot run becomes a finding in the report. Under the judge's
+supervisor those processes are started by the supervisor, each confined afresh (`profilehost`). The judge runs it
 with the verdict's sizes and seed, within the candidate's time budget, and through a stand-in
 interpreter (`cached_run`) that installs the judge's build cache in those processes, so a CUDA
 extension built and hashed for this verdict is loaded there, not built again.
@@ -22,7 +23,20 @@ def profile_report(problem_path, candidate_path, verdict, config, device: str) -
                              device="cuda" if device.startswith("cuda") else "cpu",
                              timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
                              python=build_cache_python(), artifacts_dir=None)
-    return profile_candidate(problem_path, candidate_path, settings).to_dict()
+    return profile_candidate(problem_path, candidate_path, settings, executor=profile_executor()).to_dict()
+
+
+def profile_executor():
+    """Under a supervisor, the profile's processes are started by it, each confined afresh with its own
+    /proc entries writable (`profilehost`): a process this confined worker started could not use CUDA.
+    Without one (no service), they are started here."""
+    from . import service
+
+    if not service.available():
+        return None
+    from .profilehost import ServiceExecutor
+
+    return ServiceExecutor()
 
 
 def build_cache_python(folder: Path = Path(".")) -> str:

@@ -15,7 +15,8 @@ The sandbox starts this process instead of the worker. It never imports torch or
 4. It answers the worker's requests: `build` (the trusted builder, `buildservice`), `seal` (the
    baseline parameters, accepted only once, before the worker loads candidate code), `baselines`
    (measured by `baseline.get_baselines` from this process, for the sealed parameters), `lock`
-   (device lock files).
+   (device lock files), `profile` (the profile's processes, each confined afresh by `launch`, ncu
+   composed here: `profilehost`).
 5. When the worker has ended (or on SIGTERM: the judge's time limit), it kills every process left
    in its tree and counts those that were the candidate's (they carry the worker's
    no_new_privs bit), writes `trusted/supervisor.json` (a folder the worker cannot write), and
@@ -65,6 +66,8 @@ class Supervision:
     builds: list[str] = field(default_factory=list)  # extensions this supervisor published
     rewrote: dict[str, list[int]] = field(default_factory=dict)  # baseline records it rewrote -> their stat
     sealed: bool = False
+    launched: list[dict[str, Any]] = field(default_factory=list)  # profiled processes started (`profilehost`)
+    network: str = ""  # what profiling needed of the network namespace (its loopback up)
     worker_status: int | None = None  # os.waitstatus_to_exitcode of the worker
     terminated: bool = False  # stopped by SIGTERM (the judge's time limit, or the judge died)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -84,6 +87,7 @@ class Supervisor:
         self.worker_pid = 0
         self.sealed: dict[str, Any] | None = None
         self._helpers: set[int] = set()  # builder processes, spared by the count (not the kill)
+        self._profile_host = None  # profilehost.ProfileHost, made on the first `profile` request
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ preparation
@@ -98,6 +102,10 @@ class Supervisor:
             except OSError as exc:  # the worker's build cache or lock says what is missing
                 self.record.notes.append(f"cannot create {folder}: {exc}")
         _ensure_uvm_device()
+        if self.config.profile:
+            from .profilehost import loopback_up
+
+            self.record.network = loopback_up()
         if self.request.problem_source is not None and not self.request.problem_path:
             copy = self.trusted / "problem" / source_filename(self.request.problem_name)
             copy.parent.mkdir(exist_ok=True)
@@ -174,16 +182,30 @@ class Supervisor:
         if not self.config.confine:
             ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks its processes
             return ConfinementReport(reason="switched off (config.confine is False)", no_new_privs=True).to_dict()
-        writable = self.worker_writable()
-        keep: tuple[str, ...] = ()
-        if self.config.profile:
-            keep = ("CAP_SYS_ADMIN",)  # ncu, where the GPU's counters are for administrators only
-            writable += _ncu_lock_file()
+        writable, keep = self.confinement_rules()
         report = confine(self.scratch, writable, keep_capabilities=keep)
         if not report.no_new_privs:
             ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)
             report.no_new_privs = True
         return report.to_dict()
+
+    def confinement_rules(self) -> tuple[list[Path], tuple[str, ...]]:
+        """(writable paths, capabilities kept) of the worker and of every profiled process (`launch`)."""
+        writable = self.worker_writable()
+        keep: tuple[str, ...] = ()
+        if self.config.profile:
+            keep = ("CAP_SYS_ADMIN",)  # ncu, where the GPU's counters are for administrators only
+            writable += _ncu_lock_file()
+        return writable, keep
+
+    def launcher_flags(self) -> list[str]:
+        """`launch`'s arguments: the worker's rules; required where the worker was confined."""
+        if not self.config.confine:
+            return ["--scratch", str(self.scratch), "--off"]
+        writable, keep = self.confinement_rules()
+        flags = ["--scratch", str(self.scratch), *(f for w in writable for f in ("--writable", str(w))),
+                 *(f for cap in keep for f in ("--keep", cap))]
+        return flags + (["--require"] if self.record.confinement.get("active") else [])
 
     def wait_worker(self) -> int:
         while True:
@@ -221,7 +243,26 @@ class Supervisor:
     # ------------------------------------------------------------------ the service
 
     def handlers(self) -> dict[str, service.Handler]:
-        return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock}
+        return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock,
+                "profile": self._profile}
+
+    def _profile(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The profile's processes, started here so each is confined afresh (`profilehost`)."""
+        with self._lock:
+            if self._profile_host is None:
+                from .profilehost import ProfileHost
+
+                if not self.config.profile:
+                    return {"error": "this evaluation does not profile"}
+                self._profile_host = ProfileHost(self.trusted / "profile", self.launcher_flags(),
+                                                 max(1.0, self.config.timeout_s), self._launched)
+            host = self._profile_host
+        return host.handle(message)
+
+    def _launched(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            if len(self.record.launched) < 20:
+                self.record.launched.append(entry)
 
     def _build(self, message: dict[str, Any]) -> dict[str, Any]:
         from .buildservice import serve_build

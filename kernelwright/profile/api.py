@@ -15,7 +15,6 @@ from pathlib import Path
 from .classify import Bottleneck, Classification, classify_timeline
 from .context import ProfileConfig, ProfileRun, read_json
 from .findings import KernelEvidence, kernel_findings, notice, rank_findings, timeline_findings
-from .ncu import run_bounded
 from .parse import KernelProfile
 from .report import FAILED, OK, PARTIAL, ProfileReport
 from .resources import binary_resources, from_triton_metadata
@@ -35,14 +34,17 @@ def _work_dir(config: ProfileConfig):
             yield Path(tmp)
 
 
-def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None = None) -> ProfileReport:
-    """Profile `candidate_path` (a ModelNew file) on `problem_path`; see the module docstring."""
+def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None = None,
+                      executor=None) -> ProfileReport:
+    """Profile `candidate_path` (a ModelNew file) on `problem_path`; see the module docstring. `executor`
+    starts the candidate's runs and ncu (`executor.LocalExecutor` by default; the judge passes one that
+    asks its supervisor)."""
     config = config or ProfileConfig()
     problem, candidate = Path(problem_path).resolve(), Path(candidate_path).resolve()
     report = ProfileReport(str(problem), str(candidate))
     start = time.perf_counter()
     with _work_dir(config) as work:
-        run = ProfileRun(config, work, report, problem, candidate)
+        run = ProfileRun(config, work, report, problem, candidate, executor)
         try:
             _profile(run)
         except Exception as exc:  # a bug in profiling must not take the judge down
@@ -81,7 +83,7 @@ def _profile(run: ProfileRun) -> None:
 def _timeline_pass(run: ProfileRun) -> TimelineSummary | None:
     """Plain time, energy and the torch-profiler timeline; None (with a notice) if the candidate fails."""
     out, limit = run.work / "timeline.json", run.timeout()
-    result = run_bounded(run.runner_cmd("timeline", out, run.config.calls), limit, run.env(), str(run.work))
+    result = run.executor.run(run.runner_cmd("timeline", out, run.config.calls), limit, run.env(), str(run.work))
     run.spend("timeline", result.seconds)
     data = read_json(out) or {}
     if result.timed_out:

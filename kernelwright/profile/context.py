@@ -56,8 +56,12 @@ class ProfileConfig:
 class ProfileRun:
     """State of one profile: config, work folder, deadline, report under construction."""
 
-    def __init__(self, config: ProfileConfig, work: Path, report: ProfileReport, problem: Path, candidate: Path):
+    def __init__(self, config: ProfileConfig, work: Path, report: ProfileReport, problem: Path, candidate: Path,
+                 executor=None):
+        from .executor import LocalExecutor
+
         self.config, self.work, self.report = config, work, report
+        self.executor = executor or LocalExecutor()  # starts the candidate's runs and ncu (`executor.py`)
         self.problem, self.candidate = problem, candidate
         self.deadline = time.perf_counter() + config.budget_s
         self.resources: dict[str, ResourceReport] = {}  # compiler symbol -> resources
@@ -65,6 +69,7 @@ class ProfileRun:
         self.hotspots: dict[str, list[HotSpot]] = {}  # ncu kernel name -> stall hot spots
         self.triton: list[dict] = []  # compiled Triton kernels the runner found
         self.binaries: list[str] = []  # extension .so files the candidate loaded
+        self.reports: dict[str, str] = {}  # ncu stage -> the report file it wrote
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()

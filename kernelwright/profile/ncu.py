@@ -47,6 +47,7 @@ class RunResult:
     timed_out: bool = False
     error: str = ""
     kind: str = ""  # "", "missing", "permission", "no_kernels", "unknown_metric", "timeout", "app", "failed"
+    report: str = ""  # a collection's report file (`--export`), where ncu wrote it
 
     @property
     def ok(self) -> bool:
@@ -201,14 +202,19 @@ def ncu_env(base: dict | None = None) -> dict:
 
 
 def run_collection(ncu: str, plan: NcuPlan, report_base: Path, program: list[str], timeout_s: float,
-                   env: dict | None = None) -> tuple[RunResult, list[str]]:
-    """Collect, dropping metrics and sections ncu rejects (at most MAX_METRIC_RETRIES); (result, dropped)."""
+                   env: dict | None = None, executor=None) -> tuple[RunResult, list[str]]:
+    """Collect, dropping metrics and sections ncu rejects (at most MAX_METRIC_RETRIES); (result, dropped).
+    `executor` starts ncu (`executor.LocalExecutor` by default)."""
+    if executor is None:
+        from .executor import LocalExecutor
+
+        executor = LocalExecutor()
     dropped: list[str] = []
     deadline = time.perf_counter() + timeout_s
     seconds = 0.0
     while True:
         remaining = max(1.0, deadline - time.perf_counter())
-        result = run_bounded(collect_command(ncu, plan, report_base, program), remaining, ncu_env(env))
+        result = executor.collect(ncu, plan, report_base, program, remaining, dict(os.environ if env is None else env))
         seconds += result.seconds
         rejected = None
         if not result.ok and not result.timed_out:

@@ -14,8 +14,8 @@ from .classify import Bottleneck, Classification, classify_forward, classify_ker
 from .context import ProfileRun, read_json
 from .findings import Finding, KernelEvidence, kernel_findings, notice
 from .hotspots import parse_source_page
-from .ncu import (NcuPlan, filter_metrics, find_ncu, import_command, ncu_env, parse_query_metrics,
-                  query_metrics_command, run_bounded, run_collection)
+from .ncu import (NcuPlan, filter_metrics, find_ncu, import_command, parse_query_metrics, query_metrics_command,
+                  run_collection)
 from .parse import KernelProfile, NcuParseError, aggregate_by_name, function_base, parse_raw_csv
 from .report import KernelReport
 
@@ -50,7 +50,7 @@ def ncu_passes(run: ProfileRun) -> list[KernelProfile] | None:
 
 def _available_metrics(run: ProfileRun, ncu: str) -> set[str]:
     if ncu not in _QUERY_CACHE:
-        result = run_bounded(query_metrics_command(ncu), min(60.0, run.timeout()), ncu_env())
+        result = run.executor.ncu(ncu, query_metrics_command(ncu)[1:], min(60.0, run.timeout()))
         run.spend("ncu_query", result.seconds)
         names = parse_query_metrics(result.output) if result.ok else set()
         # a real device lists thousands; a short list means an output we misread: filter nothing
@@ -63,7 +63,7 @@ def _collect(run: ProfileRun, ncu: str, plan: NcuPlan, stage: str) -> list[Kerne
     base = run.work / stage
     out = run.work / f"{stage}_runner.json"
     program = run.runner_cmd("ncu", out, run.config.ncu_calls)
-    result, dropped = run_collection(ncu, plan, base, program, run.timeout(), run.env())
+    result, dropped = run_collection(ncu, plan, base, program, run.timeout(), run.env(), run.executor)
     run.spend(f"ncu_{stage}", result.seconds)
     run.report.dropped_metrics += [d for d in dropped if d not in run.report.dropped_metrics]
     if not result.ok:
@@ -72,9 +72,10 @@ def _collect(run: ProfileRun, ncu: str, plan: NcuPlan, stage: str) -> list[Kerne
         run.report.findings.append(notice(f"ncu {stage} failed: {result.error}{detail}"))
         (run.work / f"{stage}.log").write_text(result.output)
         return None
-    imported = run_bounded(import_command(ncu, f"{base}.ncu-rep", "raw"), run.timeout(), ncu_env())
+    run.reports[stage] = result.report
+    imported = run.executor.ncu(ncu, import_command(ncu, result.report, "raw")[1:], run.timeout())
     if not imported.ok:  # an ncu that lacks one of the print options: plain raw page
-        imported = run_bounded([ncu, "--import", f"{base}.ncu-rep", "--csv", "--page", "raw"], run.timeout(), ncu_env())
+        imported = run.executor.ncu(ncu, ["--import", result.report, "--csv", "--page", "raw"], run.timeout())
     run.spend("ncu_import", imported.seconds)
     (run.work / f"{stage}.csv").write_text(imported.output)
     try:
@@ -116,10 +117,10 @@ def _hotspots(run: ProfileRun, ncu: str, hot: list[KernelProfile]) -> None:
     latency = [k for k in hot if classify_kernel(k).bottleneck == Bottleneck.latency]
     if not latency:
         return
-    report = run.work / "stage2.ncu-rep"
-    result = run_bounded(import_command(ncu, report, "source"), run.timeout(), ncu_env())
+    report = run.reports.get("stage2") or str(run.work / "stage2.ncu-rep")
+    result = run.executor.ncu(ncu, import_command(ncu, report, "source")[1:], run.timeout())
     if not result.ok:  # an ncu without --print-source
-        result = run_bounded([ncu, "--import", str(report), "--csv", "--page", "source"], run.timeout(), ncu_env())
+        result = run.executor.ncu(ncu, ["--import", report, "--csv", "--page", "source"], run.timeout())
     run.spend("ncu_import", result.seconds)
     (run.work / "stage2_source.csv").write_text(result.output)
     pages = parse_source_page(result.output)

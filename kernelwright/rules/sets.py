@@ -49,15 +49,20 @@ class RuleSet:
 
 INTERFACE = Rule(
     "interface", "same interface",
-    "`ModelNew(*get_init_inputs())` and `forward` take the reference's arguments. Both models are built under "
-    "one seed, so the same `nn` layers created in the same order get the same weights: keep the reference's "
-    "layers (`nn.Linear`, `nn.Conv2d`) as weight holders and read `.weight` / `.bias` in your code. Input-"
-    "independent weight preparation in `__init__` (a transposed or packed copy) is allowed.",
+    "`ModelNew(*get_init_inputs())` and `forward` take the reference's arguments. Both models are built on "
+    "the CPU under one seed, then moved with `.to(device)`, so the same `nn` layers created in the same order "
+    "get the same weights: keep the reference's layers (`nn.Linear`, `nn.Conv2d`) as weight holders and read "
+    "`.weight` / `.bias` in your code. Input-independent weight preparation in `__init__` (a transposed or "
+    "packed copy) is allowed: register it as a buffer or parameter so `.to(device)` moves it; the judge never "
+    "changes weights after construction.",
     ("signatures",))
 
 CORRECT = Rule(
     "correct-outputs", "correct outputs",
-    "Several trials with other seeds and input distributions (signed, wide-range): same shapes, a dtype at "
+    "Several trials with other seeds, cycling through input variants of the floating-point inputs: the "
+    "problem's own `get_inputs()` values, `signed` (mapped onto [-m, m/3], m the largest magnitude), `wide` "
+    "(scaled to magnitude 100) and `negated`; integer inputs (indices, targets) keep the problem's values. "
+    "Outputs must match: same shapes, a dtype at "
     "least as precise, no NaN/Inf the reference lacks, every element within `|out - ref| <= atol*S + "
     "rtol*|ref|` (S = max(1, RMS of the reference output)), and `||out - ref|| / ||ref||` within its "
     "bound{tolerances}.",

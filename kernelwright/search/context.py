@@ -54,13 +54,13 @@ def candidate_view(node: Node, objective: str) -> CandidateView:
 
 
 def in_progress_lines(plans: Iterable[tuple[str, str]]) -> list[str]:
-    """What other workers are planning right now: each approach's label and its first step, whole."""
+    """What other workers are planning right now: each approach's label and all its steps, whole."""
     lines = []
     for label, text in plans:
         steps = [re.sub(r"^\d+[.)]\s+", "", line.strip()) for line in (text or "").splitlines()
                  if line.strip() and not line.startswith("Why:")]
         if label or steps:
-            lines.append(f"`{label}`" + (f": {steps[0]}" if steps else ""))
+            lines.append(f"`{label}`" + (f": {' / '.join(steps)}" if steps else ""))
     return lines
 
 
@@ -126,6 +126,8 @@ class ContextBuilder:
         extra = dict(self.extra)
         if self.problem.reference:
             extra["reference"] = dict(self.problem.reference)
+        if self.problem.work:
+            extra["reference_work"] = dict(self.problem.work)
         floor = self.expected_floor()
         if floor is not None:
             extra["floor"] = floor
@@ -162,18 +164,22 @@ class ContextBuilder:
 
     def expected_floor(self) -> dict[str, Any] | None:
         """The problem's speed-of-light floor on the target before any candidate is judged:
-        floor_ms, bound, bytes, flops, peak_kind, peak_source (None when unknown)."""
+        floor_ms, bound, bytes, flops, peak_kind, peak_source (None when unknown). The same
+        arithmetic as the judge's floor (judge/floor.py: a float32 problem counts 3xTF32 on the
+        tensor cores where that beats the fp32 peak), so the prompt and the verdicts agree."""
+        from kernelwright.judge.floor import floor_from
+        from kernelwright.judge.peaks import Peaks
+
         peaks = getattr(self.target, "peaks", None) if self.on_gpu() else None
         if not peaks or not self.problem.bytes:
             return None
         kind = {"bfloat16": "bf16", "float16": "fp16", "float64": "fp64"}.get(
             (self.problem.dtypes or ["float32"])[0], "fp32")
-        tflops = (peaks.get("tflops") or {}).get(kind) or (peaks.get("tflops") or {}).get("fp32")
-        gbps = peaks.get("copy_gbps")
-        if not tflops or not gbps:
+        table = Peaks(device_name="", driver="", copy_gbps=float(peaks.get("copy_gbps") or 0.0),
+                      tflops=dict(peaks.get("tflops") or {}), source=str(peaks.get("source", "")))
+        floor = floor_from(self.problem.flops or 0.0, self.problem.bytes, table, kind)
+        if floor is None:
             return None
-        compute_ms = (self.problem.flops or 0.0) / (tflops * 1e12) * 1e3
-        memory_ms = self.problem.bytes / (gbps * 1e9) * 1e3
-        return {"floor_ms": max(compute_ms, memory_ms), "bound": "compute" if compute_ms > memory_ms else "memory",
-                "bytes": self.problem.bytes, "flops": self.problem.flops or 0.0, "peak_kind": kind,
-                "peak_tflops": tflops, "peak_gbps": gbps, "peak_source": peaks.get("source", "")}
+        return {"floor_ms": floor.floor_ms, "bound": floor.bound, "bytes": floor.bytes, "flops": floor.flops,
+                "peak_kind": floor.peak_kind, "peak_tflops": floor.peak_tflops, "peak_gbps": floor.peak_gbps,
+                "peak_source": floor.peak_source}

@@ -28,6 +28,8 @@ class ProblemInfo:
     # kernels or PyTorch ops, inputs it writes in place, whether the backward pass is part of the work
     reference: dict[str, Any] = field(default_factory=dict)
     rules: str = "kernelbench"  # the rule set candidates are judged by (kernelwright.rules): agents are told
+    # the reference's torch work per kind, as the rule sets count it (problem.ops.work_counts)
+    work: dict[str, int] = field(default_factory=dict)
     dtypes: list[str] = field(default_factory=list)  # floating dtypes of inputs and parameters, most elements first
     flops: float | None = None  # one forward at the sizes judged on a GPU (the floor's FLOPs)
     bytes: float | None = None  # inputs, parameters and outputs moved once (the floor's bytes)
@@ -69,12 +71,12 @@ def describe_problem(path: str | Path, backend: str = "triton",
     if reference.device_code and not on_gpu:
         raise ProblemError("the reference is a CUDA C++ extension (load_inline): it needs a CUDA GPU, and candidates "
                            "are judged on the CPU here", path=path)
-    name, kinds = Path(path).stem, []
+    name, kinds, work = Path(path).stem, [], {}
     if reference.kind != "cuda":  # loading a CUDA reference builds its extension: only the judge does that
         problem = load_problem(path, overrides=overrides, shrink=not on_gpu)
         name, source, reference = problem.name, problem.source, describe_reference(problem)
         if reference.kind == "torch":
-            kinds, reference.mutated_inputs = _run_reference(problem, path)
+            kinds, reference.mutated_inputs, work = _run_reference(problem, path)
     device, gpu = "cpu", None
     if on_gpu:
         major, minor = torch.cuda.get_device_capability()
@@ -82,25 +84,28 @@ def describe_problem(path: str | Path, backend: str = "triton",
     dtypes, flops, nbytes = footprint(path, overrides) if reference.kind != "cuda" else ([], None, None)
     return ProblemInfo(name=name, source=source, path=str(Path(path).resolve()),
                        backend=backend, device=device, op_kinds=kinds, gpu=gpu,
-                       overrides=dict(overrides or {}), reference=reference.to_dict(),
+                       overrides=dict(overrides or {}), reference=reference.to_dict(), work=work,
                        dtypes=dtypes, flops=flops, bytes=nbytes)
 
 
-def _run_reference(problem, path) -> tuple[list[str], list[int]]:
-    """(op kinds, inputs written in place) of one forward of a PyTorch reference on the CPU."""
+def _run_reference(problem, path) -> tuple[list[str], list[int], dict[str, int]]:
+    """(op kinds, inputs written in place, work per kind) of one forward of a PyTorch reference on
+    the CPU."""
     from kernelwright.judge.check import fingerprint
     from kernelwright.problem import ProblemError
-    from kernelwright.problem.ops import op_kinds, record_aten_ops
+    from kernelwright.problem.ops import op_kinds, record_aten_ops, work_counts
 
     try:
         model = problem.make_model(seed=0)
         inputs = problem.make_inputs(seed=0)
         before = [fingerprint(x) for x in inputs]
-        kinds = sorted(op_kinds(record_aten_ops(model, *inputs)))
+        ops = record_aten_ops(model, *inputs)
+        kinds = sorted(op_kinds(ops))
     except Exception as exc:  # the op kinds only steer skills; the judge will report a broken reference
         raise ProblemError(f"the reference could not run on its inputs: {type(exc).__name__}: {exc}",
                            path=path) from None
-    return kinds, [i for i, (x, b) in enumerate(zip(inputs, before, strict=True)) if fingerprint(x) != b]
+    mutated = [i for i, (x, b) in enumerate(zip(inputs, before, strict=True)) if fingerprint(x) != b]
+    return kinds, mutated, dict(sorted(work_counts(ops).items()))
 
 
 

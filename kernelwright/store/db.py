@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -135,25 +136,42 @@ class JournalEntry:
 
 
 def migrate(conn: sqlite3.Connection) -> int:
-    """Apply every migration the file lacks; refuse files written by a newer schema."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"the run database has schema version {version}, newer than this "
-                         f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
-    for target in range(version + 1, SCHEMA_VERSION + 1):
-        step = MIGRATIONS[target]
+    """Apply every migration the file lacks; refuse files written by a newer schema. Each step reads
+    the version inside its own write transaction, so processes opening a new database at the same
+    time (a run creating it, a reader such as `runs show` or the MCP server) never apply one twice."""
+    for target in range(1, SCHEMA_VERSION + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if callable(step):
-                step(conn)
-            else:
-                _run_script(conn, step)
-            conn.execute(f"PRAGMA user_version = {target}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"the run database has schema version {version}, newer than this "
+                                 f"kernelwright's ({SCHEMA_VERSION}); upgrade kernelwright to read it")
+            if version < target:
+                step = MIGRATIONS[target]
+                if callable(step):
+                    step(conn)
+                else:
+                    _run_script(conn, step)
+                conn.execute(f"PRAGMA user_version = {target}")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
     return SCHEMA_VERSION
+
+
+def _enable_wal(conn: sqlite3.Connection, *, wait_s: float = 30.0) -> None:
+    """Switch to WAL, retrying while another process holds the lock: sqlite answers a journal-mode
+    change with "database is locked" at once, without waiting in its busy handler."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class RunStore:
@@ -166,7 +184,7 @@ class RunStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        _enable_wal(self.conn)
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         migrate(self.conn)

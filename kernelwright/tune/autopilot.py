@@ -5,8 +5,15 @@ is judged first (the judge verifies the generated kernel before any tuning), the
 within the budget; every judged instance goes to `on_result` before the next one starts, so the
 caller can persist it. On a machine without a GPU the Triton kernels run in the interpreter and
 times are CPU wall time, which the verdicts say.
+
+Measurements go to the tuning cache (tune.cache; by default the user's, see `open_cache`) as each
+verdict arrives, so running the same problem again, or resuming an interrupted run, judges only
+what was never measured: cached steps still reach `on_result`, with `step.cached` set. The
+result's `cost` says what the step spent (evaluations, device seconds, wall seconds).
 """
 from __future__ import annotations
+
+import os
 
 import tempfile
 from dataclasses import dataclass, field
@@ -14,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cache import TuneCache
+from .cost import TuneCost
 from .evaluate import JudgeEvaluator, Measurement
 from .hardware import DeviceLimits, detect_limits
 from .template import Template
@@ -37,6 +45,11 @@ class AutopilotStep:
         data = self.measurement.verdict
         return Verdict.from_dict(data) if data else None
 
+    @property
+    def cached(self) -> bool:
+        """Answered by the tuning cache: measured by an earlier (or interrupted) run, not now."""
+        return self.measurement.cached
+
 
 @dataclass
 class AutopilotResult:
@@ -55,6 +68,11 @@ class AutopilotResult:
     template_path: str | None = None
 
     @property
+    def cost(self) -> TuneCost:
+        """What the tuning spent: evaluations (measured, cached), device and wall seconds."""
+        return self.tune.cost if self.tune is not None else TuneCost()
+
+    @property
     def exit_code(self) -> int:
         """0 when a passing instance was found, 1 otherwise (for the command line)."""
         return 0 if self.best_source else 1
@@ -69,6 +87,8 @@ class AutopilotResult:
             if default is not None and default.timing and self.best_verdict and self.best_verdict.timing:
                 ratio = default.timing.median_ms / self.best_verdict.timing.median_ms
                 lines.append(f"  tuned vs default instance: {ratio:.2f}x")
+        if self.tune is not None:
+            lines.append(f"  cost: {self.cost.summary()}")
         if self.template_path:
             lines.append(f"  template: {self.template_path}")
         return "\n".join(lines)
@@ -96,7 +116,7 @@ def optimize_without_llm(
     judge_config=None,
     on_result: Callable[[AutopilotStep], None] | None = None,
     workers: int = 1,
-    cache: TuneCache | None = None,
+    cache: TuneCache | str | None = "default",
     seed: int = 0,
     limits: DeviceLimits | None = None,
     workdir: str | Path | None = None,
@@ -104,7 +124,8 @@ def optimize_without_llm(
 ) -> AutopilotResult:
     """Match, tune and verify `problem_path` with the built-in templates; never raises for a
     problem the library cannot handle (the result says why). `stop()` is asked before each
-    instance is judged (a time limit); `cache` answers instances measured before."""
+    instance is judged (a time limit). `cache`: a TuneCache, "default" (the user's cache,
+    KW_TUNE_CACHE), or None to measure everything afresh."""
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
@@ -133,7 +154,7 @@ def optimize_without_llm(
     template_path = folder / f"{name}.template.py"
     template_path.write_text(template.source)
     evaluator = JudgeEvaluator(problem_path, config, workers=workers, workdir=folder / "instances",
-                               cache=cache, limits=limits)
+                               cache=open_cache(cache), limits=limits)
 
     def handle(trial: Trial) -> None:
         if on_result is not None:
@@ -144,6 +165,17 @@ def optimize_without_llm(
     result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget_evals, limits=limits, seed=seed,
                             batch=workers, first=[template.defaults], on_result=handle, stop=stop)
     return _summarize(name, match, template, result, str(template_path))
+
+
+def open_cache(cache: TuneCache | str | None) -> TuneCache | None:
+    """The tuning cache to use: a TuneCache (or any object with its `get`/`put`, e.g. a run store's
+    measurements) as given, "default" for the user's cache (the folder in KW_TUNE_CACHE, else
+    ~/.cache/kernelwright/tune), a path for a cache file there, None for none."""
+    if cache is None or not isinstance(cache, (str, os.PathLike)):
+        return cache
+    if cache == "default":
+        return TuneCache()
+    return TuneCache(Path(cache))
 
 
 def _summarize(name: str, match, template: Template, result: TuneResult, template_path: str) -> AutopilotResult:
@@ -167,8 +199,8 @@ def _summarize(name: str, match, template: Template, result: TuneResult, templat
     out.best_source = template.instantiate(best.params)
     out.best_verdict = verdict_of(best.measurement)
     note = f" [{best.measurement.note}]" if best.measurement.note else ""
-    out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged, best "
-                   f"{best.measurement.time_ms:.4g} ms{note}")
+    out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged "
+                   f"({result.cost.cached} from the cache), best {best.measurement.time_ms:.4g} ms{note}")
     return out
 
 

@@ -36,6 +36,12 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "kernelwright" / "tune"
 
 
+def run_cache(run_dir: str | Path) -> "TuneCache":
+    """The tuning cache a run folder carries (`<run_dir>/tune_cache.sqlite`): a driver that resumes
+    the run finds every instance it measured there, whatever the user's cache holds."""
+    return TuneCache(Path(run_dir) / "tune_cache.sqlite")
+
+
 def digest(obj: Any) -> str:
     """A short stable hash of a JSON-able object (judge settings, sizes)."""
     text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))

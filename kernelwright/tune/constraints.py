@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
@@ -56,6 +56,8 @@ _CMPOPS = {
 _CMP_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
              ast.In: "in", ast.NotIn: "not in"}
 _MAX_EXPONENT = 64
+_MEMO_SIZE = 100_000
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,23 @@ class Constraint:
     text: str
     tree: ast.Expression
     names: frozenset[str]
+    # results by the values of `names`: a space of thousands of configurations repeats few of them
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def check(self, env: dict[str, Any]) -> tuple[bool, str]:
         """(holds, explanation). The explanation names the failing comparison with its values."""
+        try:
+            key = tuple(env.get(name, _MISSING) for name in self.names)  # a frozenset iterates in one order
+            found = self._memo.get(key)
+        except TypeError:  # an unhashable value: evaluate without the memo
+            key, found = None, None
+        if found is None:
+            found = self._check(env)
+            if key is not None and len(self._memo) < _MEMO_SIZE:
+                self._memo[key] = found
+        return found
+
+    def _check(self, env: dict[str, Any]) -> tuple[bool, str]:
         try:
             value = _eval(self.tree.body, env)
         except (ArithmeticError, TypeError, ValueError) as exc:

@@ -3,8 +3,9 @@
 An evaluator takes a template and a batch of configurations and returns one `Measurement` each,
 in order. The judge evaluator writes each instance to a file and judges it (through the judge's
 worker pool when there is one, else a thread per worker, each judge call being its own process),
-consulting and filling the tuning cache. The table evaluator answers from a recorded sweep: it is
-how strategies are compared offline (bench/tune_replay.py).
+consulting and filling the tuning cache: each verdict is stored the moment it arrives, so an
+interrupted tuning keeps everything it measured. The table evaluator answers from a recorded
+sweep: it is how strategies are compared offline (bench/tune_replay.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .cache import TuneCache, digest
+from .cost import verdict_seconds
 from .hardware import DeviceLimits, detect_limits
 from .prune import KernelResources, resource_violation
 from .resources import parse_ptxas
@@ -38,6 +40,8 @@ class Measurement:
     resources: list[dict[str, Any]] = field(default_factory=list)
     verdict: dict[str, Any] | None = None  # the judge's verdict as a dict, when the judge measured it
     instance_hash: str = ""
+    device_s: float = 0.0  # what measuring it cost (tune.cost): seconds in the device stages
+    judge_s: float = 0.0  # and wall seconds of the judging (or in-process measuring)
 
     @property
     def ok(self) -> bool:
@@ -127,8 +131,7 @@ class JudgeEvaluator:
         self.limits = limits or detect_limits()
         self.allow_spills = allow_spills
         self.device = judge_device(self.config)
-        settings = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_CONTEXT}
-        self.context = digest({"problem": Path(problem_path).name, "judge": settings})
+        self.context = judge_context(problem_path, self.config)
         self.sizes = {"overrides": self.config.overrides, "shrink": self.config.shrink}
 
     def evaluate(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]:
@@ -144,17 +147,18 @@ class JudgeEvaluator:
             path = self.workdir / f"{_stem(template.name)}_{instance_hash(source)}.py"
             path.write_text(source)
             todo.append((i, path, instance_hash(source)))
-        verdicts = self._judge_many([path for _, path, _ in todo])
-        for (i, _, ihash), verdict in zip(todo, verdicts):
+        for k, verdict in self._judge_each([path for _, path, _ in todo]):
+            i, _, ihash = todo[k]
             measurement = self._measurement(configs[i], verdict, ihash)
             results[i] = measurement
-            if self.cache is not None:
+            if self.cache is not None:  # stored as it arrives: an interruption loses nothing measured
                 self.cache.put(template.hash, configs[i], self.device, self.sizes, measurement.to_dict(), self.context)
         return [r for r in results if r is not None]
 
-    def _judge_many(self, paths: list[Path]) -> list:
+    def _judge_each(self, paths: list[Path]):
+        """(index, verdict) pairs as the verdicts arrive."""
         if not paths:
-            return []
+            return
         pairs = [(self.problem_path, str(p)) for p in paths]
         try:
             from kernelwright.judge.pool import JudgePool
@@ -162,25 +166,47 @@ class JudgeEvaluator:
             JudgePool = None  # noqa: N806 - the judge's pool is optional; threads do the same job
         if JudgePool is not None:
             pool = JudgePool(self.config, compile_workers=self.workers, cpu_workers=self.workers)
-            return list(pool.judge_many(pairs))
+            try:
+                yield from pool.iter_judge(pairs)
+            finally:
+                pool.close(wait=False)
+            return
         from kernelwright.judge import judge
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
+            yield from enumerate(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
 
     def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
         timing = verdict.timing
         resources = _verdict_resources(verdict)
+        device_s, judge_s = verdict_seconds(verdict)
         m = Measurement(
             params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
             time_ms=timing.median_ms if (timing and verdict.passed) else None,
             method=timing.method if timing else "", note=timing.note if timing else "",
             resources=[r.to_dict() for r in resources], verdict=verdict.to_dict(), instance_hash=ihash,
+            device_s=device_s, judge_s=judge_s,
         )
         why = resource_violation(resources, self.limits, self.allow_spills) if resources else None
         if why:
             m.status, m.stage, m.error, m.time_ms = PRUNED, "compiled", why, None
         return m
+
+
+def judge_context(problem_path: str | Path, config) -> str:
+    """What besides the instance decides a judge measurement: the problem (its text, not only its
+    name), the judge settings that can change a result, and the judge's own version (a verdict of
+    an older judge is not reused)."""
+    import kernelwright
+    from kernelwright.judge.verdict import SCHEMA_VERSION
+
+    settings = {k: v for k, v in config.to_dict().items() if k not in _NOT_CONTEXT}
+    try:
+        text = Path(problem_path).read_bytes()
+    except OSError:
+        text = b""
+    return digest({"problem": Path(problem_path).name, "source": hashlib.sha256(text).hexdigest(), "judge": settings,
+                   "kernelwright": kernelwright.__version__, "verdict_schema": SCHEMA_VERSION})
 
 
 def _verdict_resources(verdict) -> list[KernelResources]:

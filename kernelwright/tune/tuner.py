@@ -3,14 +3,19 @@
 The budget counts evaluations: distinct feasible configurations measured (a cache hit counts too,
 so a strategy's result does not depend on what an earlier run left in the cache). Configurations
 pruned before compiling cost nothing. `first` configurations (the template's defaults, say) are
-measured before the strategy starts and count against the budget. `stop()`, when given, is asked
-before each batch of evaluations: a time limit or a fatal error ends the loop between instances.
+measured before the strategy starts and count against the budget. `known` measurements (of this
+template, made earlier in the same tuning) are told to the strategy and never measured again.
+Each result carries its cost (tune.cost): evaluations, fresh and cached, and the seconds spent.
+`stop()`, when given, is asked before each batch of evaluations: a time limit or a fatal error
+ends the loop between instances.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .cost import TuneCost, step_cost
 from .evaluate import Evaluator, Measurement
 from .hardware import DeviceLimits
 from .prune import PrunedConfig, PruneReport, prune_space
@@ -36,6 +41,7 @@ class TuneResult:
     budget: int
     prune: PruneReport
     trials: list[Trial] = field(default_factory=list)
+    cost: TuneCost = field(default_factory=TuneCost)
 
     @property
     def best(self) -> Trial | None:
@@ -61,12 +67,13 @@ class TuneResult:
             "implicit_constraints": self.prune.implicit,
             "trials": [{"index": t.index, **_trial_row(t.measurement)} for t in self.trials],
             "best": _trial_row(self.best.measurement) if self.best else None,
+            "cost": self.cost.to_dict(),
         }
 
 
 def _trial_row(m: Measurement) -> dict[str, Any]:
     return {"params": m.params, "status": m.status, "time_ms": m.time_ms, "method": m.method,
-            "note": m.note, "error": m.error, "cached": m.cached}
+            "note": m.note, "error": m.error, "cached": m.cached, "device_s": m.device_s, "judge_s": m.judge_s}
 
 
 def tune(
@@ -82,18 +89,26 @@ def tune(
     prune: PruneReport | None = None,
     on_result: Callable[[Trial], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    known: dict[str, Measurement] | None = None,
 ) -> TuneResult:
     """Search `template`'s space with `strategy`, measuring through `evaluator`."""
+    started = time.monotonic()
     report = prune or prune_space(template, limits)
     feasible = report.feasible
-    budget = len(feasible) if budget is None else max(0, min(budget, len(feasible)))
-    strategy = resolve_strategy(strategy, budget, len(feasible))
+    feasible_keys = {config_key(c) for c in feasible}
+    told = [m for key, m in (known or {}).items() if key in feasible_keys]
+    budget = len(feasible) - len(told) if budget is None else max(0, min(budget, len(feasible) - len(told)))
+    strategy = resolve_strategy(strategy, budget, len(feasible) - len(told))
     result = TuneResult(template.name, template.hash, strategy, budget, report)
+    result.cost = TuneCost(device=getattr(evaluator, "device", ""), pruned_before=len(report.pruned))
     if not feasible or budget == 0:
         return result
     search = make_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
-    feasible_keys = {config_key(c) for c in feasible}
-    seeded = [c for c in (first or []) if config_key(c) in feasible_keys][:budget]
+    for m in told:  # measured earlier in this tuning: information for the strategy, no evaluation
+        search.proposed.add(config_key(m.params))
+        search.tell(m.params, m.value)
+    done = {config_key(m.params) for m in told}
+    seeded = [c for c in (first or []) if config_key(c) in feasible_keys and config_key(c) not in done][:budget]
     for config in seeded:
         search.proposed.add(config_key(config))
     pending = list(seeded)
@@ -112,6 +127,8 @@ def tune(
     for item in result.trials:  # configs pruned after compiling join the prune report
         if item.measurement.status == "pruned":
             report.after_compile.append(PrunedConfig(item.params, item.measurement.error or "", stage="compiled"))
+    result.cost = step_cost([t.measurement for t in result.trials], device=result.cost.device,
+                            wall_s=time.monotonic() - started, pruned_before=len(report.pruned))
     return result
 
 
@@ -146,8 +163,11 @@ def tune_groupwise(
 
     The kernels of a library template run one after another, so their times add up and their
     parameters barely interact: searching each kernel's space in turn costs the sum of the
-    spaces instead of their product. The budget is shared in proportion to the spaces.
+    spaces instead of their product. The budget is shared in proportion to the spaces. A kernel's
+    search starts knowing the instance measured last (its own parameters at their values so far),
+    which is not measured again.
     """
+    started = time.monotonic()
     prefixes = template.groups
     if len(prefixes) == 1:
         return tune(template, evaluator, strategy=strategy, budget=budget, limits=limits, seed=seed,
@@ -163,6 +183,8 @@ def tune_groupwise(
                          implicit=sorted({c for r in reports.values() for c in r.implicit}),
                          limits=next(iter(reports.values())).limits)
     result = TuneResult(template.name, template.hash, strategy, budget, merged)
+    result.cost = TuneCost(device=getattr(evaluator, "device", ""))
+    known: dict[str, Measurement] = {}
     left = budget
     for i, prefix in enumerate(prefixes):
         if stop is not None and stop():
@@ -177,11 +199,14 @@ def tune_groupwise(
                 on_result(moved)
 
         part = tune(sub, evaluator, strategy=strategy, budget=share, limits=limits, seed=seed, batch=batch,
-                    first=first if i == 0 else None, on_result=forward, stop=stop)
+                    first=first if i == 0 else None, on_result=forward, stop=stop, known=known)
         left -= len(part.trials)
         merged.after_compile.extend(part.prune.after_compile)
-        if part.best is not None:
-            best.update({n: part.best.params[n] for n in free[prefix]})
+        result.cost = result.cost.add(part.cost)
+        known.update({config_key(t.params): t.measurement for t in part.trials})
+        if result.best is not None:  # the best so far over every kernel's search (a whole configuration)
+            best = dict(result.best.params)
+    result.cost.wall_s = time.monotonic() - started
     return result
 
 

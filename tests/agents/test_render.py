@@ -79,7 +79,7 @@ def test_planner_sees_candidate_verdict_findings_digest_skills_and_answer_format
     first_skill = relu_context.skills[0]
     assert f"## [{first_skill.name}]" in text and "\n### Steps\n" in text  # skill sections nest under it
     assert '"steps"' in text and '"region"' in text  # the answer format comes last
-    assert text.rstrip().endswith("first version, in the reference).")
+    assert text.rstrip().endswith("named as it will be).")
     assert text.index("# Reference program") < text.index("# Candidate to improve") < text.index("# Your task")
 
 

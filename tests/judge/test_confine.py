@@ -45,6 +45,8 @@ probe("read_system", lambda: len(Path("/etc/hostname").read_text()) >= 0)
 probe("dev_null", lambda: open("/dev/null", "w").write("x"))
 probe("rename_in_work", lambda: os.replace(mine / "work" / "x", mine / "work" / "y"))
 probe("signal_parent", lambda: os.kill(os.getppid(), 0))
+probe("write_own_proc", lambda: open("/proc/self/comm", "w").write("kw-probe"))
+probe("write_parent_proc", lambda: open(f"/proc/{os.getppid()}/comm", "w").write("pwned"))
 probe("signal_self_child", lambda: __import__("subprocess").run(["true"]).returncode)
 status = Path("/proc/self/status").read_text()
 seen["cap_eff"] = [l.split()[1] for l in status.splitlines() if l.startswith("CapEff")][0]
@@ -75,11 +77,12 @@ def test_a_confined_process_writes_only_its_folders_and_reads_no_other_scratch(t
     report = ConfinementReport(**seen["report"])
     assert report.active and report.mechanism.startswith("landlock") and report.threads == 1
     assert report.hidden == 1 and report.no_new_privs and "/dev/null" in report.devices
+    assert "/proc/self" in report.devices  # its own /proc entries: CUDA's driver writes them
     for allowed in ("write_work", "read_request", "read_shared", "read_system", "dev_null", "rename_in_work",
-                    "signal_self_child"):
+                    "signal_self_child", "write_own_proc"):
         assert seen[allowed].startswith("ok"), (allowed, seen[allowed])
     for refused in ("write_scratch_root", "write_outside", "read_other", "list_other", "read_later",
-                    "signal_parent"):
+                    "signal_parent", "write_parent_proc"):
         assert seen[refused].startswith("refused"), (refused, seen[refused])
     assert not (tmp_path / "outside.txt").exists()
 

@@ -113,14 +113,24 @@ def test_a_cuda_extension_is_built_by_the_trusted_builder_then_found(tmp_path):
 
 
 def test_profiling_runs_confined(tmp_path):
-    """ncu included where it is installed: it writes only the candidate's temporary folder and keeps
-    CAP_SYS_ADMIN (counters may be admin-only), the one capability a profiled candidate keeps."""
+    """The profile's processes (the timeline runner; ncu's target, where ncu is installed) are started
+    by the supervisor and confined afresh (judge/profilehost.py, judge/launch.py): CUDA works there
+    (its driver writes the process's own /proc entries), candidate code is confined, and only
+    CAP_SYS_ADMIN (counters may be admin-only) is kept."""
     from kernelwright.profile.ncu import find_ncu
 
     verdict = judge(PROBLEM, LEGIT, JudgeConfig(cache_dir=str(tmp_path / "cache"), profile=True, **FAST))
     _note("profiled", verdict)
-    RECORD["profile"] = {k: verdict.profile.get(k) for k in ("status", "findings")} if verdict.profile else None
+    launched = verdict.process.isolation.get("profiled_processes") or [] if verdict.process else []
+    RECORD["profile"] = {k: verdict.profile.get(k) for k in ("status", "findings", "overhead_s", "device")} \
+        if verdict.profile else None
+    RECORD["profiled_processes"] = launched
+    RECORD["profile_network"] = verdict.process.isolation.get("profile_network") if verdict.process else None
     assert verdict.status == PASS and verdict.process.confined, verdict.error
     assert verdict.process.isolation["confinement"]["capabilities"] in ("dropped all except CAP_SYS_ADMIN", "none held")
+    assert launched and all(p["confined"] and p["own_proc_writable"] for p in launched), launched
+    assert verdict.profile["device"].startswith("NVIDIA"), verdict.profile.get("findings")  # CUDA in the runner
     wanted = "ok" if find_ncu() else "partial"
     assert verdict.profile["status"] == wanted, verdict.profile.get("findings")
+    if find_ncu():
+        assert {p["action"] for p in launched} == {"run", "collect"}, launched

@@ -199,7 +199,7 @@ def test_a_machine_error_stops_the_run_instead_of_failing_the_candidate(tmp_path
         def __init__(self, error):
             self.error = error
 
-        async def ajudge(self, problem, candidate):
+        async def ajudge(self, problem, candidate, config=None):
             return Verdict(problem="relu", candidate="c1", status="error", stage="compile", error=self.error)
 
     evaluator = LocalEvaluator("source", "relu", JudgeConfig(), tmp_path)

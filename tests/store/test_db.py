@@ -50,6 +50,28 @@ def test_migrate_is_idempotent(tmp_path):
     assert store.run()["id"] == "r1"
 
 
+def _open_at(path: str, barrier) -> None:
+    barrier.wait()
+    RunStore(path).close()
+
+
+def test_processes_opening_a_new_database_at_once_migrate_it_once(tmp_path):
+    """A run creating its database while a reader (runs show, the MCP server) opens it."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(3):
+        path = str(tmp_path / f"run{attempt}.sqlite")
+        barrier = context.Barrier(4)
+        procs = [context.Process(target=_open_at, args=(path, barrier)) for _ in range(4)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(60)
+        assert [proc.exitcode for proc in procs] == [0, 0, 0, 0]
+        assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
 def test_opening_a_missing_database_without_create_fails(tmp_path):
     with pytest.raises(StoreError, match="no run database"):
         RunStore.in_dir(tmp_path / "nothing", create=False)

@@ -28,3 +28,12 @@ def test_default_location_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("KW_TUNE_CACHE", str(tmp_path / "here"))
     cache = TuneCache()
     assert cache.path.parent == tmp_path / "here"
+
+
+def test_a_run_folder_carries_its_own_cache(tmp_path):
+    from kernelwright.tune.cache import run_cache
+
+    cache = run_cache(tmp_path / "run")
+    cache.put("t", {"B": 1}, "cpu", {}, {"time_ms": 1.0})
+    assert cache.path == tmp_path / "run" / "tune_cache.sqlite"
+    assert run_cache(tmp_path / "run").get("t", {"B": 1}, "cpu", {}) == {"time_ms": 1.0}

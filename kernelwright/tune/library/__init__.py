@@ -5,7 +5,10 @@ Kernel families (one Triton kernel each, generated for the problem's own ops):
 - pointwise: fused elementwise chains (activations, scalar arithmetic, bias and residual adds);
 - rowwise: reductions over adjacent dims with what surrounds them fused: softmax, log-softmax,
   layer/rms/batch/instance/group norm, logsumexp, sum/mean/max/min, vector norms;
-- gemm_epilogue: matmul / bmm / linear / addmm with the following pointwise ops as epilogue.
+- gemm_epilogue: matmul / bmm / linear / addmm with the following pointwise ops as epilogue;
+- pool: max/avg pooling over 1-3 dims (adaptive average pooling too), with an epilogue;
+- conv: convolution and transposed convolution over 1-3 dims (groups, stride, padding, dilation) as
+  an implicit GEMM, with an epilogue.
 
 `build_template(problem)` exports the reference forward (torch.export), lowers it to pointwise,
 reduce and matmul nodes, partitions those into kernels, and writes one template whose default
@@ -37,7 +40,7 @@ class LibraryMatch:
 def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | None = None,
                    seed: int = 0) -> LibraryMatch:
     """A template implementing `problem`'s whole forward with library kernels, or NoTemplate."""
-    from . import gemm, pointwise, rowwise
+    from . import conv, gemm, pointwise, pool, rowwise
     from .assemble import embed_reference, forward_source, template_source
     from .fuse import partition
     from .graph import capture
@@ -60,6 +63,10 @@ def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | 
                 codes.append(gemm.generate(group, prefix, env, allow_tf32=allow_tf32))
             elif group.kind == "reduce":
                 codes.append(rowwise.generate(group, prefix, env))
+            elif group.kind == "pool":
+                codes.append(pool.generate(group, prefix, env))
+            elif group.kind == "conv":
+                codes.append(conv.generate(group, prefix, env, allow_tf32=allow_tf32))
             else:
                 codes.append(pointwise.generate(group, prefix, env))
     except Unsupported as exc:

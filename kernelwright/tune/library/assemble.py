@@ -108,11 +108,14 @@ def host_line(node: Node, names: dict[int, str]) -> str:
     return f"{node.name} = torch.ops.aten.{packet}.{overload}({', '.join(args)})"
 
 
-def input_line(node: Node) -> str | None:
+def input_line(node: Node, device_of: str = "") -> str | None:
     if node.op == "param":
         return f"{node.name} = self.get_parameter({node.target!r})"
     if node.op == "buffer":
         return f"{node.name} = self.get_buffer({node.target!r})"
+    if node.op == "const" and node.params.get("value") is not None and device_of:
+        device = f"{device_of}.device"
+        return f"{node.name} = torch.tensor({node.params['value']!r}, dtype={node.dtype}, device={device})"
     if node.op == "const":
         return f"{node.name} = operator.attrgetter({node.target!r})(self)"
     return None
@@ -138,7 +141,7 @@ def forward_source(program: Program, groups: list[Group], launchers: dict[int, s
 
     for node in program.nodes:
         if node.kind == INPUT:
-            line = input_line(node)
+            line = input_line(node, program.user_inputs[0].name if program.user_inputs else "")
             if line:
                 lines.append(line)
         elif node.kind == HOST:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from .decompose_nn import HANDLERS as _NN_HANDLERS
 from .ir import Node, Unsupported
 from .lower import Lowering, _Missing, matmul_node, normalize_dims
 
@@ -468,3 +469,4 @@ HANDLERS.update({
     "mm": _mm, "bmm": _mm, "matmul": _mm, "linear": _linear, "addmm": _addmm, "einsum": _einsum,
 })
 HANDLERS = {k: v for k, v in HANDLERS.items() if v is not None}
+HANDLERS.update(_NN_HANDLERS)

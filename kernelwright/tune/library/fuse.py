@@ -1,7 +1,7 @@
 """Partition a lowered program into kernels: each group becomes one Triton kernel.
 
 Greedy, in program order. A matmul starts a `gemm` group whose epilogue takes the pointwise ops
-on its output; pointwise ops gather into a `pointwise` group over one domain shape; a reduction
+on its output (a pooling window starts a `pool` group, a convolution a `conv` group, alike); pointwise ops gather into a `pointwise` group over one domain shape; a reduction
 turns that into a `reduce` group over one set of dims, which then also takes
 pointwise ops on the full or the reduced values (softmax, norms, logsumexp fuse whole). A host op
 reading a value of the open group closes it; values read outside their group are its outputs.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .ir import HOST, MATMUL, POINTWISE, REDUCE, Node, Program, Unsupported, flat_args
+from .ir import ANCHORS, HOST, POINTWISE, REDUCE, Node, Program, Unsupported, flat_args
 
 FULL, RED, SQZ = "full", "reduced", "squeezed"
 
@@ -20,8 +20,8 @@ FULL, RED, SQZ = "full", "reduced", "squeezed"
 @dataclass
 class Group:
     index: int
-    kind: str  # "pointwise" | "reduce" | "gemm"
-    domain: tuple[int, ...]  # the full shape the group iterates over (gemm: the matmul output)
+    kind: str  # "pointwise" | "reduce" | "gemm" | "pool" | "conv"
+    domain: tuple[int, ...]  # the full shape the group iterates over (gemm/pool/conv: the anchor's output)
     nodes: list[Node] = field(default_factory=list)
     dims: tuple[int, ...] = ()  # reduce: the reduced dims of the domain
     inputs: list[Node] = field(default_factory=list)  # tensors read from memory
@@ -31,6 +31,11 @@ class Group:
     @property
     def matmul(self) -> Node | None:
         return self.nodes[0] if self.kind == "gemm" else None
+
+    @property
+    def anchor(self) -> Node | None:
+        """The matmul, pooling or convolution a group with an epilogue starts with."""
+        return self.nodes[0] if self.kind in ANCHORS.values() else None
 
     @property
     def keep_shape(self) -> tuple[int, ...]:
@@ -101,8 +106,8 @@ class _Partitioner:
 
     def _start(self, node: Node) -> Group:
         index = len(self.groups)
-        if node.kind == MATMUL:
-            return Group(index, "gemm", node.shape)
+        if node.kind in ANCHORS:
+            return Group(index, ANCHORS[node.kind], node.shape)
         if node.kind == POINTWISE:
             if node.op == "squeeze":
                 raise Unsupported("a squeeze of a value from another kernel")
@@ -113,7 +118,7 @@ class _Partitioner:
         return Group(index, "reduce", arg.shape, dims=node.dims)
 
     def _can_join(self, group: Group, node: Node) -> bool:
-        if node.kind == MATMUL:
+        if node.kind in ANCHORS:
             return False
         if node.kind == REDUCE:
             return self._can_join_reduce(group, node)
@@ -121,7 +126,7 @@ class _Partitioner:
 
     def _can_join_reduce(self, group: Group, node: Node) -> bool:
         arg = node.args[0]
-        if group.kind == "gemm" or not node.dims:
+        if group.kind in ANCHORS.values() or not node.dims:
             return False
         if group.kind == "pointwise":
             if arg.shape != group.domain:

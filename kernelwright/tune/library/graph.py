@@ -46,9 +46,16 @@ def capture(problem, seed: int = 0) -> Captured:
         if any(not isinstance(x, (torch.Tensor, int, float, bool)) for x in inputs):
             raise Unsupported("get_inputs() returns values that are neither tensors nor numbers")
         captured = _export(model, tuple(inputs), failures, device)
+        if captured is not None and device == "meta" and _meta_constants(captured):
+            failures.append("meta: a tensor made inside forward has no value on the meta device")
+            continue  # its value is needed in the template: export on the CPU
         if captured is not None:
             return captured
     raise Unsupported("torch.export cannot capture the forward (" + "; ".join(failures) + ")")
+
+
+def _meta_constants(captured: Captured) -> bool:
+    return any(isinstance(v, torch.Tensor) and v.is_meta for v in captured.program.constants.values())
 
 
 def _meta_model(problem, seed: int):

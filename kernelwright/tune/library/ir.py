@@ -5,7 +5,11 @@ Node kinds:
 - host: an op replayed on the host as is (views, reshapes, size arithmetic): no data is computed;
 - pointwise: an elementwise op with tensor and scalar operands (exprs.py renders it in Triton);
 - reduce: sum / mean / max / min over a set of dims (keepdim or not);
-- matmul: a @ b with broadcast batch dims, both operands host tensors.
+- matmul: a @ b with broadcast batch dims, both operands host tensors;
+- pool: a max/avg window reduction over the last 1-3 dims (params: kernel, stride, padding,
+  dilation, ceil_mode, count_include_pad, divisor);
+- conv: an N-d convolution or transposed convolution (args: input, weight, bias or None; params:
+  stride, padding, dilation, groups, transposed, output_padding).
 Compound ATen ops (softmax, layer_norm, logsumexp, ...) are decomposed into pointwise and reduce
 nodes by lower.py, so fusion only ever sees these kinds.
 """
@@ -15,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 INPUT, HOST, POINTWISE, REDUCE, MATMUL = "input", "host", "pointwise", "reduce", "matmul"
-KERNEL_KINDS = (POINTWISE, REDUCE, MATMUL)
+POOL, CONV = "pool", "conv"
+KERNEL_KINDS = (POINTWISE, REDUCE, MATMUL, POOL, CONV)
+ANCHORS = {MATMUL: "gemm", POOL: "pool", CONV: "conv"}  # node kinds that start a group with an epilogue
 
 
 @dataclass(eq=False)

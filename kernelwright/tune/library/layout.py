@@ -34,7 +34,9 @@ def check_layouts(groups: list[Group]) -> None:
             _merge(domain, strides, range(len(domain)), 3, "operands broadcast in more than 3 ways", group)
         elif group.kind == "reduce":
             _check_reduce(group, domain)
-        else:
+        elif group.kind == "pool":
+            _check_pool(group, domain)
+        elif group.kind == "gemm":
             _check_gemm(group)
 
 
@@ -48,6 +50,14 @@ def _check_reduce(group: Group, domain) -> None:
     _merge(domain, strides, p_dims, 2, "the kept dims do not merge", group)
     _merge(domain, strides, dims, 2, "the reduced dims do not merge", group)
     _merge(domain, strides, q_dims, 2, "the kept dims do not merge", group)
+
+
+def _check_pool(group: Group, domain) -> None:
+    x = group.anchor.args[0]
+    lead = tuple(x.shape[: len(x.shape) - len(group.anchor.params["kernel"])])
+    _merge(lead, [_strides(lead, lead)], range(len(lead)), 2, "the dims before the window do not merge", group)
+    epilogue = [_strides(i.shape, domain) for i in group.inputs if i is not x]
+    _merge(domain, epilogue, range(len(domain)), 3, "epilogue operands broadcast in more than 3 ways", group)
 
 
 def _check_gemm(group: Group) -> None:

@@ -154,6 +154,8 @@ def lower(captured: Captured) -> Program:
             kind, target = sources.get(fx_node.name, ("user", None))
             shape, dtype = lw.meta(fx_node)
             node = lw.add(INPUT, kind, [], shape=shape, dtype=dtype, target=target)
+            if kind == "const":
+                node.params["value"] = _small_constant(ep.constants.get(target))
             if kind == "user":
                 node.target = len(user_inputs)
                 user_inputs.append(node)
@@ -166,6 +168,17 @@ def lower(captured: Captured) -> Program:
             raise Unsupported(f"graph node kind {fx_node.op} ({fx_node.target}) is not supported")
     return Program(nodes=lw.nodes, user_inputs=user_inputs, outputs=outputs, single_output=captured.single_output,
                    dynamic=captured.dynamic)
+
+
+def _small_constant(value: Any) -> list | float | None:
+    """The value of a small tensor constant (a `torch.tensor(0.5)` made inside forward, which is no
+    attribute of the module), written into the template as a literal; None for large ones, which
+    are read from the module."""
+    if not isinstance(value, torch.Tensor) or value.numel() > 256:
+        return None
+    if value.is_meta:
+        raise Unsupported("a tensor constant made inside forward whose value the export did not record")
+    return value.tolist()
 
 
 def _input_sources(sig) -> dict[str, tuple[str, Any]]:
@@ -196,6 +209,9 @@ def _lower_call(lw: Lowering, fx_node, order: dict, handlers: dict[str, Callable
         raise Unsupported(f"call to {name} is not an ATen op")
     inplace = name.endswith("_") and not name.startswith("_")
     base_name = name[:-1] if inplace else name
+    if inplace and base_name in ALIAS_OPS:  # detach_ of a constant: the data stays what it was
+        lw.env[fx_node] = lw.value(fx_node.args[0])
+        return
     if inplace and _drop_side_effect(lw, fx_node, order):
         return
     args = [lw.value(a) for a in fx_node.args]

@@ -7,7 +7,9 @@ are innermost, the rows go to Q so one program can take several rows; reduced di
 another, as batch norm's (N, H, W) around C, make R two dims and leave every kept dim to Q). A program owns a tile of
 BLOCK_Q columns and walks R in chunks of BLOCK_R. When one chunk covers R (SINGLE), the row is
 read once and kept in registers; otherwise each level of dependent reductions (mean, then the
-variance around it) is one pass over R, and full-size outputs take a last pass.
+variance around it) is one pass over R, and full-size outputs take a last pass; when every
+reduction has an online form (rowstats.py: running max and rescaled sum, Welford), the statistics
+take a single pass, and a row may be split over SPLIT programs (partials, then a combine).
 """
 from __future__ import annotations
 
@@ -17,10 +19,8 @@ from .codegen import (
 )
 from .fuse import FULL, Group
 from .ir import REDUCE, Node
+from .rowstats import COMBINE, FINISH, NEUTRAL, emit_online, find_stats, slot_count
 
-_NEUTRAL = {"sum": "0.0", "mean": "0.0", "max": '-float("inf")', "min": 'float("inf")'}
-_COMBINE = {"sum": "{a} + {b}", "mean": "{a} + {b}", "max": "tl.maximum({a}, {b})", "min": "tl.minimum({a}, {b})"}
-_FINISH = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 
 class _Plan:
@@ -98,8 +98,8 @@ def _load(i: int, node: Node, full: bool) -> str:
 
 def _reduce_single(node: Node, names: dict[int, str]) -> str:
     arg = operand(node.args[0], names)
-    value = f"tl.where(mask, {arg}, {_NEUTRAL[node.op]})"
-    out = f"{_FINISH[node.op]}({value}, axis=0)[None, :]"
+    value = f"tl.where(mask, {arg}, {NEUTRAL[node.op]})"
+    out = f"{FINISH[node.op]}({value}, axis=0)[None, :]"
     return f"{node.name} = {out}" + (" / RF" if node.op == "mean" else "")
 
 
@@ -114,16 +114,18 @@ def _emit_nodes(k: Emitter, nodes: list[Node], plan: _Plan, names: dict[int, str
             k(pointwise_line(node, names))
 
 
-def _emit_kernel(group: Group, plan: _Plan, kname: str) -> str:
+def _emit_kernel(group: Group, plan: _Plan, kname: str, stats) -> str:
     names = operand_names(group)
     n_in, n_out = len(group.inputs), len(group.outputs)
     k = Emitter()
     k("@triton.jit")
     sig = [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
     sig += [f"sc{i}" for i in range(len(group.scalars))] + ["P1", "R", "R1", "Q", "Q1", "RF"]
+    sig += ["ws", "RCHUNK", "NSPLIT", "WS_ROW"]
     for prefix in [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]:
         sig += [f"{prefix}_{s}" for s in ("sp0", "sp1", "sr0", "sr1", "sq0", "sq1")]
-    sig += ["BLOCK_R: tl.constexpr", "BLOCK_Q: tl.constexpr", "SINGLE: tl.constexpr", "INDEX64: tl.constexpr"]
+    sig += ["BLOCK_R: tl.constexpr", "BLOCK_Q: tl.constexpr", "SINGLE: tl.constexpr", "INDEX64: tl.constexpr",
+            "PHASE: tl.constexpr"]
     k(f"def {kname}({call_args(sig)}):")
     k.push()
     k("pid = tl.program_id(0)")
@@ -158,7 +160,10 @@ def _emit_kernel(group: Group, plan: _Plan, kname: str) -> str:
     k.pop()
     k("else:")
     k.push()
-    _emit_looped(k, group, plan, names)
+    if stats is not None:
+        emit_online(k, group, plan, names, stats, _chunk_loop, _emit_nodes, _emit_stores)
+    else:
+        _emit_looped(k, group, plan, names)
     k.pop()
     k.pop()
     return k.text()
@@ -172,13 +177,13 @@ def _emit_looped(k: Emitter, group: Group, plan: _Plan, names: dict[int, str]) -
         reductions = [n for n in red_nodes if n.kind == REDUCE and plan.level[n.id] == level
                       and not plan.is_alias_reduce(n)]
         for node in reductions:
-            k(f"acc_{node.name} = tl.full([BLOCK_R, BLOCK_Q], {_NEUTRAL[node.op]}, tl.float32)")
+            k(f"acc_{node.name} = tl.full([BLOCK_R, BLOCK_Q], {NEUTRAL[node.op]}, tl.float32)")
         _chunk_loop(k, group, plan, names, [n.args[0] for n in reductions], lambda: [
-            k(f"acc_{n.name} = " + _COMBINE[n.op].format(
-                a=f"acc_{n.name}", b=f"tl.where(mask, {operand(n.args[0], names)}, {_NEUTRAL[n.op]})"))
+            k(f"acc_{n.name} = " + COMBINE[n.op].format(
+                a=f"acc_{n.name}", b=f"tl.where(mask, {operand(n.args[0], names)}, {NEUTRAL[n.op]})"))
             for n in reductions])
         for node in reductions:
-            k(f"{node.name} = {_FINISH[node.op]}(acc_{node.name}, axis=0)[None, :]"
+            k(f"{node.name} = {FINISH[node.op]}(acc_{node.name}, axis=0)[None, :]"
               + (" / RF" if node.op == "mean" else ""))
         rest = [n for n in red_nodes if plan.level[n.id] == level and n not in reductions]
         _emit_nodes(k, rest, plan, names, single=False)
@@ -188,14 +193,15 @@ def _emit_looped(k: Emitter, group: Group, plan: _Plan, names: dict[int, str]) -
     _emit_stores(k, group, plan, names, red_only=True)
 
 
-def _chunk_loop(k: Emitter, group: Group, plan: _Plan, names: dict[int, str], targets: list, body) -> None:
+def _chunk_loop(k: Emitter, group: Group, plan: _Plan, names: dict[int, str], targets: list, body,
+                start: str = "0", stop: str = "R") -> None:
     inputs, nodes = plan.full_deps([t for t in targets if isinstance(t, Node)])
-    k("for r0 in range(0, R, BLOCK_R):")
+    k(f"for r0 in range({start}, {stop}, BLOCK_R):")
     k.push()
     k("r = r0 + rr")
     k("r_hi = r // R1")
     k("r_lo = r % R1")
-    k("mask = (r < R) & q_mask")
+    k(f"mask = (r < {stop}) & q_mask")
     for i in inputs:
         k(_load(i, group.inputs[i], full=True))
     for node in nodes:
@@ -205,7 +211,7 @@ def _chunk_loop(k: Emitter, group: Group, plan: _Plan, names: dict[int, str], ta
 
 
 def _emit_stores(k: Emitter, group: Group, plan: _Plan, names: dict[int, str],
-                 full_only: bool = False, red_only: bool = False) -> None:
+                 full_only: bool = False, red_only: bool = False, red_mask: str = "q_mask") -> None:
     for j, node in enumerate(group.outputs):
         full = plan.cls[node.id] == "full"
         if (full_only and not full) or (red_only and full):
@@ -215,15 +221,16 @@ def _emit_stores(k: Emitter, group: Group, plan: _Plan, names: dict[int, str],
             k(f"tl.store(out{j} + (out{j}_base + out{j}_q + r_hi * out{j}_sr0 + r_lo * out{j}_sr1), {value_expr}, "
               "mask=mask)")
         else:
-            k(f"tl.store(out{j} + (out{j}_base + out{j}_q), {value_expr}, mask=q_mask)")
+            k(f"tl.store(out{j} + (out{j}_base + out{j}_q), {value_expr}, mask={red_mask})")
 
 
-def _emit_launcher(group: Group, plan: _Plan, kname: str, lname: str, prefix: str) -> str:
+def _emit_launcher(group: Group, plan: _Plan, kname: str, lname: str, prefix: str, n_slots: int) -> str:
     n_in = len(group.inputs)
     inputs = [f"in{i}" for i in range(n_in)]
     scalars = [f"sc{i}" for i in range(len(group.scalars))]
     outs = [f"out{j}" for j in range(len(group.outputs))]
     dims = tuple(group.dims)
+    has_full = any(plan.cls[n.id] == "full" for n in group.outputs)
     h = Emitter()
     h(f"def {lname}({call_args(inputs + scalars)}):")
     h.push()
@@ -249,15 +256,26 @@ def _emit_launcher(group: Group, plan: _Plan, kname: str, lname: str, prefix: st
     h("if n_p * n_q == 0:")
     h(f"    return {ret}")
     h(f"block_r, block_q = KW_PARAMS[{prefix + 'BLOCK_R'!r}], KW_PARAMS[{prefix + 'BLOCK_Q'!r}]")
+    h("single = block_r >= r_size")
+    h("# a row split over n_split programs: ranges of whole chunks")
+    h(f"r_chunk = triton.cdiv(triton.cdiv(r_size, KW_PARAMS[{prefix + 'SPLIT'!r}]), block_r) * block_r")
+    h("n_split = 1 if single else triton.cdiv(r_size, r_chunk)")
     h("args = []")
     h("for k in range(len(strides)):")
     h("    args += [p_st[k][0], p_st[k][1], r_st[k][0], r_st[k][1], q_st[k][0], q_st[k][1]]")
     h("big = kw_numel(shape) >= 2**31")
-    h(f"{kname}[(n_p * triton.cdiv(n_q, block_q),)](")
-    h(f"    {call_args(inputs + outs + scalars)},")
-    h("    p_sizes[1], r_size, r_sizes[1], n_q, q_sizes[1], float(r_size), *args,")
-    h(f"    BLOCK_R=block_r, BLOCK_Q=block_q, SINGLE=block_r >= r_size, INDEX64=big,")
-    h(f"    num_warps=KW_PARAMS[{prefix + 'num_warps'!r}])")
+    h("grid0 = n_p * triton.cdiv(n_q, block_q)")
+    h("sizes = (p_sizes[1], r_size, r_sizes[1], n_q, q_sizes[1], float(r_size))")
+    h(f"options = dict(BLOCK_R=block_r, BLOCK_Q=block_q, SINGLE=single, INDEX64=big, "
+      f"num_warps=KW_PARAMS[{prefix + 'num_warps'!r}])")
+    call = f"{call_args(inputs + outs + scalars)}, *sizes"
+    h("if n_split == 1:")
+    h(f"    {kname}[(grid0, 1)]({call}, in0, r_size, 1, 0, *args, PHASE=0, **options)")
+    h("else:")
+    h(f"    ws = torch.empty(({n_slots}, n_split, n_p * n_q), device=in0.device, dtype=torch.float32)")
+    h(f"    {kname}[(grid0, n_split)]({call}, ws, r_chunk, n_split, n_p * n_q, *args, PHASE=1, **options)")
+    h(f"    {kname}[(grid0, {'n_split' if has_full else '1'})]({call}, ws, r_chunk, n_split, n_p * n_q, *args, "
+      "PHASE=2, **options)")
     h(f"return {ret}")
     h.pop()
     return h.text()
@@ -281,23 +299,32 @@ def _prod(values) -> int:
 
 def generate(group: Group, prefix: str, env: dict) -> GroupCode:
     plan = _Plan(group)
+    stats = find_stats(group, plan)
     kname, lname = f"_kw_g{group.index}_kernel", f"_kw_g{group.index}"
-    kernel = _emit_kernel(group, plan, kname)
-    launcher = _emit_launcher(group, plan, kname, lname, prefix)
-    _, r, q = _extents(group)
-    br, bq, w = prefix + "BLOCK_R", prefix + "BLOCK_Q", prefix + "num_warps"
-    rs, qs = prefix + "R", prefix + "Q"
-    params = {br: pow2_range(16, 65536), bq: pow2_range(1, 64), w: [1, 2, 4, 8, 16, 32]}
+    kernel = _emit_kernel(group, plan, kname, stats)
+    launcher = _emit_launcher(group, plan, kname, lname, prefix, slot_count(stats or []))
+    p, r, q = _extents(group)
+    br, bq, w, sp = prefix + "BLOCK_R", prefix + "BLOCK_Q", prefix + "num_warps", prefix + "SPLIT"
+    ps, rs, qs = prefix + "P", prefix + "R", prefix + "Q"
+    params = {br: pow2_range(16, 65536), bq: pow2_range(1, 64), w: [1, 2, 4, 8, 16, 32],
+              sp: pow2_range(1, 1024) if stats is not None else [1]}
     constraints = [
         f"{br} <= max(16, next_pow2({rs}))",  # no chunk longer than the reduced extent
         f"{bq} <= next_pow2({qs})",  # no more columns than there are
         f"{br} * {bq} <= {w} * WARP_SIZE * 64",  # a tile of at most 64 fp32 values per thread
         f"{br} * {bq} >= {w} * WARP_SIZE",  # no idle threads
+        f"{sp} == 1 or {sp} * {br} <= {rs}",  # every part of a split row gets a whole chunk
+        # split rows only while the row tiles alone leave the GPU short of programs
+        f"{sp} == 1 or {ps} * cdiv({qs}, {bq}) * {sp} <= 32 * SM_COUNT",
     ]
-    sizes = {rs: r, qs: q}
+    sizes = {ps: p, rs: r, qs: q}
     preferred_r = min(max(16, _next_pow2(r)), 4096)
     preferred_q = min(_next_pow2(q), max(1, 1024 // preferred_r))
-    preferred = {br: preferred_r, bq: preferred_q, w: 8 if preferred_r * preferred_q >= 4096 else 4}
+    tiles = p * -(-q // preferred_q)
+    split = 1
+    while stats is not None and tiles * split < 4 * env.get("SM_COUNT", 132) and split * 2 * preferred_r <= r:
+        split *= 2
+    preferred = {br: preferred_r, bq: preferred_q, w: 8 if preferred_r * preferred_q >= 4096 else 4, sp: split}
     defaults = choose_default(params, constraints, {**env, **sizes}, preferred)
     return GroupCode(kernel, launcher, lname, params, constraints, defaults, sizes, "rowwise")
 

@@ -71,3 +71,27 @@ def kw_row_layout(shape, dims):
     if kw_numel([shape[d] for d in inner]) == 1:
         return inner, outer
     return outer, inner
+
+
+def kw_pool_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """Output length of a pooling window along one dim, as PyTorch computes it."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1  # the last window must start inside the input or its left padding
+    return out
+
+
+def kw_phase_taps(phase, stride, padding, dilation, kernel):
+    """A transposed convolution's taps for the outputs o = phase + stride * j along one dim.
+
+    Output o reads input (o + padding - k * dilation) / stride where that is whole: for one phase
+    the taps k that qualify form a progression k0 + step * t, t < count, and the input read is
+    j + c0 - c1 * t. Returns (k0, step, count, c0, c1); count 0 when no tap reaches the phase.
+    """
+    taps = [k for k in range(kernel) if (phase + padding - k * dilation) % stride == 0]
+    if not taps:
+        return 0, 1, 0, 0, 0
+    step = taps[1] - taps[0] if len(taps) > 1 else 1
+    k0 = taps[0]
+    return k0, step, len(taps), (phase + padding - k0 * dilation) // stride, step * dilation // stride

@@ -18,9 +18,15 @@ EXPECTED = {
     "level2/9_Matmul_Subtract_Multiply_ReLU.py": ["gemm_epilogue"],
     "level2/99_Matmul_GELU_Softmax.py": ["gemm_epilogue", "rowwise"],
     "level2/45_Gemm_Sigmoid_LogSumExp.py": ["gemm_epilogue", "gemm_epilogue", "rowwise"],
+    "level1/41_Max_Pooling_1D.py": ["pool"],
+    "level1/45_Average_Pooling_2D.py": ["pool"],
+    "level1/55_conv_standard_2D__asymmetric_input__square_kernel.py": ["conv"],
+    "level1/73_conv_transposed_3D_asymmetric_input_square_kernel__strided_padded__grouped.py": ["conv"],
+    "level2/35_Conv2d_Subtract_HardSwish_MaxPool_Mish.py": ["conv", "pool"],
+    "level2/67_Conv2d_GELU_GlobalAvgPool.py": ["conv", "rowwise"],
 }
 DECLINED = {
-    "level1/55_conv_standard_2D__asymmetric_input__square_kernel.py": "conv2d",
+    "level1/95_CrossEntropyLoss.py": "cross_entropy_loss",
     "level1/89_cumsum.py": "cumsum",
     "level1/97_ScaledDotProductAttention.py": "scaled_dot_product_attention",
 }

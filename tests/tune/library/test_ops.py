@@ -48,6 +48,8 @@ def write_problem(folder, name, forward, shapes, init="", init_args="[]"):
 
 
 def check(path, looped=False):
+    """The default instance, and with `looped` one that walks the reduced extent in chunks of 16
+    and (when the template can split rows) one that also splits each row over up to 4 programs."""
     problem = load_problem(path)
     match = build_template(problem)
     template = match.template
@@ -56,6 +58,9 @@ def check(path, looped=False):
         small = {k: min(v) for k, v in template.params.items() if k.endswith("BLOCK_R")}
         assert small, "expected a rowwise kernel"
         configs.append({**template.defaults, **small})
+        split = {k: 4 for k, v in template.params.items() if k.endswith("SPLIT") and 4 in v}
+        if split:
+            configs.append({**template.defaults, **small, **split})
     evaluator = InProcessEvaluator(problem, device="cpu", rep_ms=1, warmup_ms=0)
     for m in evaluator.evaluate(template, configs):
         assert m.status == "pass", f"{m.params}: {m.error}"
@@ -185,6 +190,9 @@ HOST_AND_GRAPH = {
     "permute_then_softmax": ("torch.softmax(x.permute(0, 2, 1) * 3, dim=-1)", [(4, 6, 5)], "", ["rowwise"]),
     "two_outputs": ("(torch.relu(x), torch.sigmoid(x).sum(dim=-1))", [(4, 6, 5)], "", ["rowwise"]),
     "residual_after_linear": ("self.fc(x) + x", [(8, 16)], "self.fc = nn.Linear(16, 16)", ["gemm_epilogue"]),
+    "tensor_made_in_forward": ("torch.min(x, torch.tensor(0.25)) * 2", [(4, 6, 5)], "", ["pointwise"]),
+    "tensor_made_on_the_input_device": ("torch.min(x, torch.tensor(0.25, device=x.device))", [(4, 6, 5)], "",
+                                        ["pointwise"]),
     "linear_chain": ("self.fc2(torch.relu(self.fc1(x)))", [(8, 16)],
                      "self.fc1 = nn.Linear(16, 32); self.fc2 = nn.Linear(32, 16)", ["gemm_epilogue", "gemm_epilogue"]),
 }
