@@ -208,8 +208,11 @@ class ForkServer:
             conn.connect(self.socket_path)
             payload = json.dumps({"token": self.token, "argv": argv, "cwd": cwd, "env": env,
                                   "address_space_bytes": address_space_bytes}).encode()
-            conn.sendmsg([_HEADER.pack(len(payload)) + payload],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", child_ends))])
+            try:
+                conn.sendmsg([_HEADER.pack(len(payload)) + payload],
+                             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", child_ends))])
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused before it read the request: its reply says why
             reply = json.loads(_recv_line(conn, timeout=60.0) or b"{}")
         except (OSError, ValueError) as exc:
             conn.close()
@@ -380,6 +383,7 @@ class _Server:
         self.listener.bind(socket_path)
         self.listener.listen(64)
         self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)  # drained without blocking
         os.set_blocking(self.wake_w, False)
         self.children: dict[int, socket.socket] = {}  # pid -> the connection that asked for it
         self.stopping = False
