@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
 from . import api
+from .admission import MemoryAdmission, problem_key, run_admitted
 from .api import SourceText
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
@@ -95,7 +96,7 @@ class JudgePool:
     def __init__(self, config: JudgeConfig | None = None, compile_workers: int | None = None,
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
-                 precompile: bool | None = None, warm: bool | None = None):
+                 precompile: bool | None = None, warm: bool | None = None, free_bytes=None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -111,6 +112,8 @@ class JudgePool:
         # $KW_JUDGE_WARM=0); the launcher is made with the executors
         self.warm = warm
         self._launcher = None
+        # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake)
+        self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes)
 
     # ------------------------------------------------------------------ streaming
 
@@ -243,7 +246,7 @@ class JudgePool:
             arch = self._arch(config)
             if arch:  # the arch phase A built for, or the build hash differs
                 job_env["TORCH_CUDA_ARCH_LIST"] = arch
-            verdict = self._run(job, config, job_env, phase="evaluate")
+            verdict = self._admitted_run(job, config, job_env)
         except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
             verdict = _internal_error(job, exc)
         finally:
@@ -251,6 +254,15 @@ class JudgePool:
         if precompile_s is not None:
             verdict.stage_seconds["precompile"] = round(precompile_s, 3)
         future.set_result(verdict)
+
+    def _admitted_run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str]) -> Verdict:
+        """Evaluate; on a GPU lane only once the job's memory fits (see judge/admission.py)."""
+        gpu = env.get("CUDA_VISIBLE_DEVICES", "")
+        run = lambda: self._run(job, config, env, phase="evaluate")  # noqa: E731
+        if not gpu:
+            return run()
+        key = problem_key(_source_of(job.problem), config.overrides, config.device, config.rules)
+        return run_admitted(self.admission, gpu, key, run)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
@@ -261,6 +273,15 @@ class JudgePool:
         finally:
             if not os.environ.get("KW_KEEP_SCRATCH"):
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def gpu_free_bytes(gpu: str) -> int | None:
+    """Free memory of GPU `gpu` now (nvidia-smi, MiB), None when it cannot be read."""
+    text = _nvidia_smi("--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpu)
+    try:
+        return int(float(text.strip().splitlines()[0])) << 20
+    except (ValueError, IndexError):
+        return None
 
 
 def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:

@@ -2,6 +2,9 @@
 fail with a one-paragraph summary; judge notes become info flags at the end."""
 from __future__ import annotations
 
+import sys
+
+from ..admission import PEAK_KEY
 from ..verdict import FAIL, INFO, PASS, Flag, Verdict
 from .context import Context
 
@@ -9,6 +12,7 @@ from .context import Context
 def finalize(ctx: Context, final: bool = True) -> None:
     verdict = ctx.verdict
     verdict.stage_seconds.update(ctx.timer.rounded())
+    record_gpu_peak(verdict)
     if not ctx.stopped:
         trials_ok = len(verdict.trials) >= ctx.config.trials and all(t.ok for t in verdict.trials)
         verdict.status = PASS if trials_ok and not verdict.reject_flags() else FAIL
@@ -17,6 +21,16 @@ def finalize(ctx: Context, final: bool = True) -> None:
             verdict.stage = "done"
     for note in ctx.notes if final else []:
         ctx.flag(Flag("judge_note", INFO, note))
+
+
+def record_gpu_peak(verdict: Verdict) -> None:
+    """The most GPU memory this worker's caching allocator held (the pool's admission estimate)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            verdict.environment[PEAK_KEY] = int(torch.cuda.max_memory_reserved())
+        except Exception:  # noqa: BLE001 - a broken CUDA context: no measurement, nothing else lost
+            pass
 
 
 def summarize_failure(verdict: Verdict) -> str:
