@@ -198,8 +198,6 @@ class JudgePool:
                     self._lanes.put(env)
                 self._evaluators = ThreadPoolExecutor(len(envs), thread_name_prefix="kw-judge-lane")
                 self._compilers = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="kw-judge-compile")
-                if self.warm is not False:
-                    self._launcher = api.warm_launcher(self.config, force=self.warm is True)
             return self._compilers, self._evaluators
 
     def _lane_envs(self) -> list[dict[str, str]]:
@@ -255,6 +253,13 @@ class JudgePool:
             verdict.stage_seconds["precompile"] = round(precompile_s, 3)
         future.set_result(verdict)
 
+    def _warm_launcher(self):
+        """The pool's fork server, started with its first evaluation (None: warm starts are off)."""
+        with self._guard:
+            if self._launcher is None and self.warm is not False and self._evaluators is not None:
+                self._launcher = api.warm_launcher(self.config, force=self.warm is True)
+            return self._launcher
+
     def _admitted_run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str]) -> Verdict:
         """Evaluate; on a GPU lane only once the job's memory fits (see judge/admission.py)."""
         gpu = env.get("CUDA_VISIBLE_DEVICES", "")
@@ -268,7 +273,7 @@ class JudgePool:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
         try:
             request = api.make_request(job.problem, job.candidate, config, scratch, phase=phase)
-            launcher = self._launcher if config.no_network == self.config.no_network else None
+            launcher = self._warm_launcher() if config.no_network == self.config.no_network else None
             return api.run_request(request, config, scratch, env, launcher=launcher)
         finally:
             if not os.environ.get("KW_KEEP_SCRATCH"):
