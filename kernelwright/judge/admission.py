@@ -12,8 +12,10 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
   source says now (other processes included) and `reserved` what the pool's running jobs there
   were admitted with (counted in full: the part already allocated is in `free` too, so the rule
   errs on the safe side).
-- A job that ran while another one of this pool ran on the same GPU is `shared`; its OOM is
-  retried alone once (`OOM_RETRIED`); an OOM when alone is the candidate's own (`OOM_ALONE`).
+- A job that ran while another one of this pool ran on the same GPU, or whose GPU other processes
+  (another judge, a batch runner) held memory on when its OOM verdict came back, shared the GPU:
+  its OOM is judged again once with no other job of this pool on the GPU (`OOM_RETRIED`); an OOM
+  with the GPU to itself is the candidate's own (`OOM_ALONE`).
 
 No torch here: the pool is a trusted process that never imports it.
 """
@@ -47,6 +49,8 @@ class Reservation:
 @dataclass
 class MemoryAdmission:
     free_bytes: Callable[[str], int | None]  # free memory of a GPU now; None: unknown (admit by count only)
+    # processes holding memory on a GPU now (this pool's workers that still run included); None: unknown
+    gpu_processes: Callable[[str], int | None] = lambda gpu: None
     headroom_bytes: int = 2 * GIB
     margin: float = 1.25
     measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
@@ -134,17 +138,20 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
     admission.record(key, peak_of(verdict))
     if not is_oom(verdict):
         return verdict
-    if seat.shared_with == 0:
+    others = seat.shared_with or admission.gpu_processes(gpu) or 0
+    if not others:
         verdict.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
         return verdict
     first = (verdict.error or "").strip()[:300]
     with admission.admitted(gpu, key, exclusive=True):
         retried = run()
     admission.record(key, peak_of(retried))
+    sharing = (f"up to {seat.shared_with} other evaluation(s) of this judge" if seat.shared_with
+               else f"{others} other process(es)")
     retried.flags.append(Flag(OOM_RETRIED, INFO, (
-        f"ran out of GPU memory while up to {seat.shared_with} other evaluation(s) of this judge shared the "
-        f"GPU (a co-scheduling failure, not held against the candidate); judged again with the GPU to "
-        f"itself, this is that verdict. The first run said: {first}")))
+        f"ran out of GPU memory while {sharing} shared the GPU (a co-scheduling failure, not held "
+        f"against the candidate); judged again with no other evaluation of this judge on the GPU, this "
+        f"is that verdict. The first run said: {first}")))
     if is_oom(retried):
         retried.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
     return retried

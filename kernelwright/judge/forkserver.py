@@ -102,7 +102,8 @@ class WarmProcess:
         while self.poll() is None:
             if deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"warm pid {self.pid}", timeout)
-            self._read(block=True, timeout=0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic())))
+            left = 0.05 if deadline is None else max(0.0, min(0.05, deadline - time.monotonic()))
+            self._read(block=True, timeout=left)
         return self.returncode
 
     def send_signal(self, sig: int) -> None:

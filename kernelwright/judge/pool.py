@@ -96,7 +96,8 @@ class JudgePool:
     def __init__(self, config: JudgeConfig | None = None, compile_workers: int | None = None,
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
-                 precompile: bool | None = None, warm: bool | None = None, free_bytes=None):
+                 precompile: bool | None = None, warm: bool | None = None, free_bytes=None,
+                 gpu_processes=None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -113,7 +114,8 @@ class JudgePool:
         self.warm = warm
         self._launcher = None
         # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake)
-        self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes)
+        self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes,
+                                         gpu_processes=gpu_processes or gpu_process_count)
 
     # ------------------------------------------------------------------ streaming
 
@@ -287,6 +289,14 @@ def gpu_free_bytes(gpu: str) -> int | None:
         return int(float(text.strip().splitlines()[0])) << 20
     except (ValueError, IndexError):
         return None
+
+
+def gpu_process_count(gpu: str) -> int | None:
+    """Processes holding memory on GPU `gpu` now (nvidia-smi), None when it cannot be read."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    text = _nvidia_smi("--query-compute-apps=pid", "--format=csv,noheader", "-i", gpu)
+    return len([line for line in text.splitlines() if line.strip()])
 
 
 def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:

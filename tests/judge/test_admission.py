@@ -89,14 +89,15 @@ class SharingPool(JudgePool):
             crowded = self.running > 1
             self.running -= 1
         verdict = Verdict(problem="p", candidate=job.candidate.name, status=PASS, environment={PEAK_KEY: GIB})
-        if crowded or job.candidate.name == "hog":
+        first_outside = job.candidate.name == "outside" and self.calls.count("outside") == 1
+        if crowded or job.candidate.name == "hog" or first_outside:
             verdict.status, verdict.error = ERROR, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
         return verdict
 
 
-def _pool() -> SharingPool:
+def _pool(processes: int = 0) -> SharingPool:
     return SharingPool(JudgeConfig(device="cuda"), gpus=[0], per_gpu=3, warm=False, precompile=False,
-                       free_bytes=lambda gpu: 80 * GIB)
+                       free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: processes)
 
 
 def test_an_oom_caused_by_sharing_the_gpu_is_retried_alone_and_passes():
@@ -120,6 +121,14 @@ def test_an_oom_alone_is_the_candidates_own_and_is_not_retried():
     assert verdict.status == ERROR and is_oom(verdict)
     assert [f.code for f in verdict.flags] == [OOM_ALONE]
     assert pool.calls == ["hog"]
+
+
+def test_an_oom_while_another_process_held_the_gpu_is_retried_too():
+    pool = _pool(processes=2)  # e.g. another batch runner's workers
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "outside"))])[0]
+    assert verdict.status == PASS and pool.calls == ["outside", "outside"]
+    assert [f.code for f in verdict.flags] == [OOM_RETRIED] and "2 other process(es)" in verdict.flags[0].message
 
 
 def test_cpu_lanes_are_not_admitted_by_memory():
