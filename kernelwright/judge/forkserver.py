@@ -388,6 +388,7 @@ class _Server:
         os.set_blocking(self.wake_w, False)
         self.children: dict[int, socket.socket] = {}  # pid -> the connection that asked for it
         self.stopping = False
+        self.owner_gone = False
 
     def serve(self) -> None:
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
@@ -400,7 +401,8 @@ class _Server:
             except InterruptedError:
                 readable = []
             if sys.stdin.fileno() in readable and not os.read(sys.stdin.fileno(), 4096):
-                break  # the owner is gone (or closed us)
+                self.owner_gone = True  # the owner is gone (or closed us): its evaluations go at once
+                break
             if self.wake_r in readable:
                 _drain(self.wake_r)
             if self.listener in readable:
@@ -472,7 +474,7 @@ class _Server:
 
     def _shutdown(self) -> None:
         for pid in list(self.children):
-            _kill_group(pid, signal.SIGTERM)
+            _kill_group(pid, signal.SIGKILL if self.owner_gone else signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
         while self.children and time.monotonic() < deadline:
             self._reap()
