@@ -8,7 +8,9 @@
    Triton (N distinct kernels), CUDA cold (empty build cache: N distinct extensions, made by
    varying a harmless constant in the ReLU candidate so their hashes differ), CUDA cached (the same
    N again). Targets: >= 60 Triton/min, >= 30 CUDA/min with parallel compile. The median seconds
-   per stage (verdict.stage_seconds) say where a candidate's time goes.
+   per stage (verdict.stage_seconds) say where a candidate's time goes. Evaluations are forked
+   from the fork server (judge/forkserver.py); section triton_cold judges the same Triton batch
+   with every evaluation started cold (a fresh interpreter), for the warm start's saving.
 2. Repeat spread: the same candidate judged 5 times, each in its own process (through the pool:
    the processes overlap, their timings take turns); (max - min) / median of the medians.
    Target <= 2%.
@@ -49,7 +51,8 @@ def parse_args():
     parser.add_argument("--compile-workers", type=int, default=16)
     parser.add_argument("--per-gpu", type=int, default=4, help="evaluations at once on one GPU")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--sections", default="triton,repeat_spread,ncu_agreement,cuda_cold,cuda_cached")
+    parser.add_argument("--sections", default="triton,repeat_spread,ncu_agreement,cuda_cold,cuda_cached",
+                        help="also: triton_cold (the Triton batch started cold, no fork server)")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (Triton only, no ncu)")
     return parser.parse_args()
 
@@ -70,17 +73,18 @@ def variants(backend: str, count: int, folder: Path) -> list[Path]:
     return paths
 
 
-def make_pool(config, args):
+def make_pool(config, args, warm: bool = True):
     from kernelwright.judge.pool import JudgePool
 
     gpus = [] if args.device == "cpu" else None
-    return JudgePool(config, compile_workers=args.compile_workers, per_gpu=args.per_gpu, gpus=gpus, cpu_workers=2)
+    return JudgePool(config, compile_workers=args.compile_workers, per_gpu=args.per_gpu, gpus=gpus, cpu_workers=2,
+                     warm=warm)
 
 
-def throughput(label: str, paths: list[Path], config, args) -> dict:
+def throughput(label: str, paths: list[Path], config, args, warm: bool = True) -> dict:
     problem = problem_path(RELU)
     start = time.perf_counter()
-    with make_pool(config, args) as pool:
+    with make_pool(config, args, warm) as pool:
         verdicts = pool.judge_many([(problem, p) for p in paths])
     wall = time.perf_counter() - start
     passed = sum(v.passed for v in verdicts)
@@ -91,6 +95,7 @@ def throughput(label: str, paths: list[Path], config, args) -> dict:
               "median_compile_s": statistics.median(compile_s) if compile_s else None,
               "median_process_s": statistics.median(v.process.wall_s for v in verdicts if v.process),
               "median_stage_s": median_stages(verdicts),
+              "starts": sorted({v.process.isolation.get("start", "").split(":")[0] for v in verdicts if v.process}),
               "errors": [v.error for v in verdicts if not v.passed][:3]}
     print(f"{label}: {result['per_gpu_minute']:.1f} candidates/GPU-minute ({len(paths)} in {wall:.0f} s, "
           f"{passed} passed, {cached} cached builds); median stage s {result['median_stage_s']}", flush=True)
@@ -187,6 +192,7 @@ def main() -> int:
         triton = variants("triton", args.n_triton, tmp)
         steps = {
             "triton": lambda: throughput("Triton", triton, config, args),
+            "triton_cold": lambda: throughput("Triton cold start", triton, config, args, warm=False),
             "repeat_spread": lambda: repeat_spread(CANDIDATES / f"{RELU}__triton.py", config, args),
             "ncu_agreement": lambda: ncu_agreement(deadline),
             "cuda_cold": lambda: throughput("CUDA cold", cuda, config, args),
@@ -194,7 +200,7 @@ def main() -> int:
         }
         order = [name for name in args.sections.split(",") if name in steps]
         if args.device == "cpu":  # no CUDA extensions, no ncu without a GPU
-            order = [name for name in order if name in ("triton", "repeat_spread")]
+            order = [name for name in order if name in ("triton", "triton_cold", "repeat_spread")]
         for name in order:
             if time.perf_counter() > deadline:
                 record["sections"][name] = {"skipped": "budget"}

@@ -27,16 +27,24 @@ def descendants(pid: int) -> list[int]:
 
 def judge_workers(pid: int) -> list[int]:
     """The sandboxed judge processes running below `pid`: workers (`python -m kernelwright.judge.worker`)
-    and the supervisors that fork them (`python -m kernelwright.judge.supervisor`)."""
+    and the supervisors that fork them (`python -m kernelwright.judge.supervisor`), started cold or
+    forked from a fork server (they keep its command line: a forkserver process whose parent is one)."""
     found = []
     for child in descendants(pid):
         try:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
             if b"kernelwright.judge.worker" in cmdline or b"kernelwright.judge.supervisor" in cmdline:
                 found.append(child)
+            elif b"kernelwright.judge.forkserver" in cmdline and _forked_from_server(child):
+                found.append(child)
         except OSError:
             continue
     return found
+
+
+def _forked_from_server(pid: int) -> bool:
+    parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    return b"kernelwright.judge.forkserver" in Path(f"/proc/{parent}/cmdline").read_bytes()
 
 
 def alive(pid: int) -> bool:

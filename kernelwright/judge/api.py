@@ -122,6 +122,23 @@ def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | No
     return env
 
 
+def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] | None = None):
+    """A `forkserver.Launcher` for evaluations under `config` (started in the background), or None
+    when warm starts are switched off ($KW_JUDGE_WARM=0) and not `force`d. `env`: the extra
+    environment the evaluations are judged with (as `judge(env=...)`), e.g. another PYTHONPATH."""
+    if not force and os.environ.get("KW_JUDGE_WARM", "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    from .forkserver import Launcher
+
+    extra = env or {}
+    env = sandbox.scrubbed_environ()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+    env.update({k: v for k, v in extra.items() if k in ("PYTHONPATH",)})
+    package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
+    trusted.compile_package(package)  # before the server imports it: no bytecode is written later
+    return Launcher(env, config.no_network, package)
+
+
 def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
     """The TORCH_CUDA_ARCH_LIST of this run, the same for the precompile and the evaluation phase:
     the config's, else the environment's, else (GPU runs) the GPUs' capabilities; "" for none."""
@@ -129,7 +146,7 @@ def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
         return config.cuda_arch_list
     if device_hint == "cpu":
         return os.environ.get("TORCH_CUDA_ARCH_LIST", "")
-    from .compile import resolve_arch_list
+    from .toolchain import resolve_arch_list
 
     return resolve_arch_list(None)
 
@@ -194,19 +211,22 @@ def outer_timeout(config: JudgeConfig) -> float:
 
 
 def judge(problem, candidate, config: JudgeConfig | None = None, *, env: dict[str, str] | None = None,
-          scratch_root: str | Path | None = None) -> Verdict:
-    """Judge `candidate` against `problem` (file paths or `SourceText`) in a fresh sandboxed process."""
+          scratch_root: str | Path | None = None, launcher=None) -> Verdict:
+    """Judge `candidate` against `problem` (file paths or `SourceText`) in a fresh sandboxed process
+    (forked from `launcher`'s fork server when one is given, see `warm_launcher`)."""
     config = config or JudgeConfig()
     scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=scratch_root))
     try:
         request = make_request(problem, candidate, config, scratch)
-        return run_request(request, config, scratch, env)
+        return run_request(request, config, scratch, env, launcher=launcher)
     finally:
         if not os.environ.get("KW_KEEP_SCRATCH"):
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: dict[str, str] | None) -> Verdict:
+def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: dict[str, str] | None,
+                launcher=None) -> Verdict:
+    """Run one prepared request in the sandbox; `launcher` (a `forkserver.Launcher`) starts it warm."""
     if request.phase == "evaluate":
         early = precheck(request, config)
         if early is not None:
@@ -230,7 +250,7 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
               "--parent-pid", str(os.getpid())],
         workdir=workdir, timeout_s=outer_timeout(config), output_limit_bytes=config.output_limit_bytes,
         env=child_env, no_network=config.no_network, address_space_bytes=_address_space(config, env),
-        stdin_text=token + "\n", deadline=clock, stop_grace_s=STOP_GRACE_S,
+        stdin_text=token + "\n", deadline=clock, stop_grace_s=STOP_GRACE_S, launcher=launcher,
     )
     files = trusted_files(config, child_env)
     before = files.snapshot()

@@ -66,7 +66,7 @@ _TIMING_FIELDS = ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2", "cu
 
 
 def cache_root(config: JudgeConfig) -> Path:
-    from .env import cache_root as judge_cache
+    from .cachedir import cache_root as judge_cache
 
     return judge_cache(config.cache_dir) / "baselines"
 
@@ -76,7 +76,7 @@ def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config
     """Everything a baseline time depends on (the problem by content, not by path). `device_label`
     is `env.device_name(device)` when the caller knows it: the judge's supervisor, which asks
     without importing torch, got it from its worker before any candidate code ran."""
-    from .compile import installed_torch
+    from .toolchain import installed_torch
     from .env import device_name
 
     source = Path(problem_path).read_bytes()

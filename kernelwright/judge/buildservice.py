@@ -38,8 +38,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .toolchain import toolchain
 from .compile import (BUILD_MARKER, LOG_FILE, _NOT_HASHED, BuildRecord, _digest, _locked, _marker_matches, _renames,
-                      _tail, build_payload, explain_miss, hashed_name, toolchain, trim_errors)
+                      _tail, build_payload, explain_miss, hashed_name, trim_errors)
 
 BUILDERS = ("load_inline", "load")
 STAGING = ".staging"

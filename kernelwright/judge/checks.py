@@ -29,7 +29,7 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "||out - ref|| / ||ref|| within its bound; the ratio is the rel-L2 margin"),
     Check("precision_switches", "precision", "kernelwright.judge.guards:precision_flag",
           "global precision switches read after loading and after every call"),
-    Check("output_refill", "output_cache", "kernelwright.judge.worker:guard_output_cache",
+    Check("output_refill", "output_cache", "kernelwright.judge.stages.check:guard_output_cache",
           "trial 0's input buffers refilled in place: the output must follow"),
     Check("poisoned_memory", "uninitialized_output", "kernelwright.judge.guards:poison_allocator",
           "fresh memory holds poison bytes; elements still holding them were never written"),

@@ -39,9 +39,7 @@ import hashlib
 import inspect
 import json
 import os
-import platform
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -49,6 +47,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .toolchain import (  # noqa: F401 - toolchain and arch detection live in judge/toolchain.py
+    _tool_version, arch_list_for, current_arch_list, installed_torch, nvcc_path, pin_arch_list, precompile_env,
+    resolve_arch_list, smi_arch_list, toolchain)
 from .verdict import CompileResult
 
 BUILD_MARKER = "kw_build.json"  # written after a successful build: its presence means "cached"
@@ -106,126 +107,6 @@ class BuildRecorder:
         )
 
 
-# ---------------------------------------------------------------- toolchain and arch
-
-
-@functools.lru_cache(maxsize=None)
-def _tool_version(*command: str) -> str:
-    """`command` output, cached per process and on disk (env.tool_output): workers are fresh processes."""
-    from .env import tool_output
-
-    return tool_output(command[0], *command[1:])
-
-
-def nvcc_path() -> str | None:
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    if home and Path(home, "bin", "nvcc").exists():
-        return str(Path(home, "bin", "nvcc"))
-    return shutil.which("nvcc") or (str(Path("/usr/local/cuda/bin/nvcc")) if Path("/usr/local/cuda/bin/nvcc").exists() else None)
-
-
-def toolchain() -> dict[str, str]:
-    """Everything outside the source that decides the built binary. Read without importing torch:
-    the judge's supervisor hashes builds too, and never imports torch."""
-    nvcc = nvcc_path()
-    torch_version = installed_torch()
-    return {
-        "nvcc": _tool_version(nvcc, "--version") if nvcc else "",
-        "cxx": (_tool_version(os.environ.get("CXX", "c++"), "--version").splitlines() or [""])[0],
-        "torch": torch_version.get("__version__", ""),
-        "torch_cuda": str(torch_version.get("cuda")),
-        "python": platform.python_version(),
-        "abi": sys.implementation.cache_tag,
-    }
-
-
-@functools.lru_cache(maxsize=None)
-def installed_torch() -> dict[str, Any]:
-    """`torch.version`'s constants (`__version__`, `cuda`, ...), read from its file without importing
-    torch (a few milliseconds instead of seconds); from torch itself when the file is not there."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("torch")
-        folder = Path(list(spec.submodule_search_locations)[0])
-        namespace: dict[str, Any] = {}
-        exec(compile((folder / "version.py").read_text(), str(folder / "version.py"), "exec"), namespace)
-        return {k: v for k, v in namespace.items() if k in ("__version__", "cuda", "hip", "git_version")}
-    except Exception:  # noqa: BLE001 - an unusual install: ask torch
-        import torch
-
-        return {"__version__": torch.__version__, "cuda": torch.version.cuda}
-
-
-def arch_list_for(device_capability) -> str:
-    """TORCH_CUDA_ARCH_LIST for one capability (9, 0) -> "9.0", or several -> "8.0;9.0"."""
-    caps = [device_capability] if isinstance(device_capability[0], int) else list(device_capability)
-    return ";".join(sorted({f"{major}.{minor}" for major, minor in caps}))
-
-
-def current_arch_list() -> str:
-    """What torch will build for: TORCH_CUDA_ARCH_LIST, else the visible devices, else "none"."""
-    env = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
-    if env and env != "native":
-        return env
-    try:
-        import torch
-
-        caps = [torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())]
-    except Exception:  # no driver, CUDA hidden: nothing to ask
-        caps = []
-    return arch_list_for(caps) if caps else "none"
-
-
-@functools.lru_cache(maxsize=None)
-def smi_arch_list() -> str:
-    """Compute capabilities of the GPUs nvidia-smi lists ("9.0"), without creating a CUDA context
-    (the judge's parent process must not hold one); "" without nvidia-smi."""
-    from .env import _run
-
-    try:
-        listed = _run("nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader")
-    except Exception:  # noqa: BLE001 - no driver, a hung tool: nothing detected
-        return ""
-    caps = sorted({line.strip() for line in listed.splitlines() if line.strip()})
-    return ";".join(caps)
-
-
-def resolve_arch_list(explicit: str | None = None) -> str:
-    """The one TORCH_CUDA_ARCH_LIST both phases of a judgement build for: `explicit` (the run's
-    `cuda_arch_list`), else the environment's, else the GPUs' capabilities, else "" (no GPU)."""
-    env = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
-    if explicit:
-        return explicit
-    if env and env != "native":
-        return env
-    return smi_arch_list()
-
-
-def pin_arch_list() -> str:
-    """Set TORCH_CUDA_ARCH_LIST to what torch would detect when it is unset, so that the arch in the
-    build hash is exactly the arch torch builds for (torch's own default adds +PTX); returns it."""
-    env = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
-    if env and env != "native":
-        return env
-    os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
-    detected = current_arch_list()
-    if detected != "none":
-        os.environ["TORCH_CUDA_ARCH_LIST"] = detected
-    return detected
-
-
-def precompile_env(cache_dir: str | os.PathLike, arch: str) -> dict[str, str]:
-    """Environment for a compile worker with CUDA hidden: it must be told the arch to build for."""
-    cache = Path(cache_dir).expanduser()
-    return {
-        "TORCH_CUDA_ARCH_LIST": arch,
-        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
-        "TRITON_CACHE_DIR": str(cache / "triton"),
-        "CUDA_VISIBLE_DEVICES": "",
-    }
-
-
 # ---------------------------------------------------------------- hashing
 
 
@@ -277,7 +158,7 @@ def install_build_cache(cache_dir: str | os.PathLike | None = None) -> BuildReco
     """Patch torch's load_inline and load to build once per content hash under `cache_dir`."""
     import torch.utils.cpp_extension as cpp
 
-    from .env import cache_root
+    from .cachedir import cache_root
 
     root = cache_root(cache_dir) / "torch_extensions"
     with contextlib.suppress(OSError):  # a confined worker cannot create it (its supervisor has)

@@ -111,7 +111,7 @@ def lock_folder(device: str, cache_dir: str | os.PathLike | None = None) -> Path
         return Path(os.environ["KW_LOCK_DIR"])
     if str(device).startswith("cuda"):
         return Path(f"/tmp/kernelwright-locks-{os.getuid()}")
-    from .env import cache_root
+    from .cachedir import cache_root
 
     return cache_root(cache_dir) / LOCK_FOLDER
 

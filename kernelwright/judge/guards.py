@@ -32,13 +32,20 @@ def synchronize(device: str) -> None:
 
 def enable_malloc_perturb() -> bool:
     """Make every fresh CPU allocation hold 0xFE bytes (glibc only), so torch.empty outputs that
-    are never written cannot pass by luck. The sandbox also sets MALLOC_PERTURB_ for CPU runs."""
-    if os.environ.get("MALLOC_PERTURB_"):
-        return True
+    are never written cannot pass by luck. The sandbox also sets MALLOC_PERTURB_ for CPU runs, but
+    glibc reads it only when a process starts: a worker forked from a warm server sets it here."""
     try:
-        return bool(ctypes.CDLL(None).mallopt(M_PERTURB, PERTURB_BYTE))
+        return bool(ctypes.CDLL(None).mallopt(M_PERTURB, PERTURB_BYTE)) or bool(os.environ.get("MALLOC_PERTURB_"))
     except (OSError, AttributeError):
-        return False
+        return bool(os.environ.get("MALLOC_PERTURB_"))
+
+
+def apply_thread_count() -> None:
+    """OpenMP reads OMP_NUM_THREADS when torch loads; a worker forked from a warm server loaded it
+    before its lane's value was set, so torch is told again (a cold worker gets the same number)."""
+    wanted = os.environ.get("OMP_NUM_THREADS", "")
+    if wanted.isdigit() and int(wanted) > 0 and torch.get_num_threads() != int(wanted):
+        torch.set_num_threads(int(wanted))
 
 
 PR_SET_PDEATHSIG = 1

@@ -67,7 +67,7 @@ def datasheet_peaks(device_name: str, driver: str = "") -> Peaks | None:
 
 
 def peaks_path(cache_dir: str | os.PathLike | None = None) -> Path:
-    from .env import cache_root
+    from .cachedir import cache_root
 
     return cache_root(cache_dir) / "peaks.json"
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
 from . import api
+from .admission import MemoryAdmission, problem_key, run_admitted
 from .api import SourceText
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
@@ -74,7 +75,7 @@ def visible_gpus() -> tuple[int, ...]:
 
 def detected_arch_list() -> str:
     """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    from .compile import smi_arch_list
+    from .toolchain import smi_arch_list
 
     return smi_arch_list()
 
@@ -95,7 +96,8 @@ class JudgePool:
     def __init__(self, config: JudgeConfig | None = None, compile_workers: int | None = None,
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
-                 precompile: bool | None = None):
+                 precompile: bool | None = None, warm: bool | None = None, free_bytes=None,
+                 gpu_processes=None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -107,6 +109,13 @@ class JudgePool:
         self._compilers: ThreadPoolExecutor | None = None
         self._evaluators: ThreadPoolExecutor | None = None
         self._lanes: queue.Queue | None = None
+        # warm starts: evaluations forked from a server that imported torch once (None: unless
+        # $KW_JUDGE_WARM=0); the launcher is made with the executors
+        self.warm = warm
+        self._launcher = None
+        # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake)
+        self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes,
+                                         gpu_processes=gpu_processes or gpu_process_count)
 
     # ------------------------------------------------------------------ streaming
 
@@ -167,9 +176,12 @@ class JudgePool:
     def close(self, wait: bool = True) -> None:
         with self._guard:
             executors, self._compilers, self._evaluators = (self._compilers, self._evaluators), None, None
+            launcher, self._launcher = self._launcher, None
         for executor in executors:
             if executor is not None:
                 executor.shutdown(wait=wait, cancel_futures=not wait)
+        if launcher is not None:
+            launcher.close()
 
     def __enter__(self) -> "JudgePool":
         return self
@@ -234,7 +246,7 @@ class JudgePool:
             arch = self._arch(config)
             if arch:  # the arch phase A built for, or the build hash differs
                 job_env["TORCH_CUDA_ARCH_LIST"] = arch
-            verdict = self._run(job, config, job_env, phase="evaluate")
+            verdict = self._admitted_run(job, config, job_env)
         except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
             verdict = _internal_error(job, exc)
         finally:
@@ -243,14 +255,48 @@ class JudgePool:
             verdict.stage_seconds["precompile"] = round(precompile_s, 3)
         future.set_result(verdict)
 
+    def _warm_launcher(self):
+        """The pool's fork server, started with its first evaluation (None: warm starts are off)."""
+        with self._guard:
+            if self._launcher is None and self.warm is not False and self._evaluators is not None:
+                self._launcher = api.warm_launcher(self.config, force=self.warm is True)
+            return self._launcher
+
+    def _admitted_run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str]) -> Verdict:
+        """Evaluate; on a GPU lane only once the job's memory fits (see judge/admission.py)."""
+        gpu = env.get("CUDA_VISIBLE_DEVICES", "")
+        run = lambda: self._run(job, config, env, phase="evaluate")  # noqa: E731
+        if not gpu:
+            return run()
+        key = problem_key(_source_of(job.problem), config.overrides, config.device, config.rules)
+        return run_admitted(self.admission, gpu, key, run)
+
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
         try:
             request = api.make_request(job.problem, job.candidate, config, scratch, phase=phase)
-            return api.run_request(request, config, scratch, env)
+            launcher = self._warm_launcher() if config.no_network == self.config.no_network else None
+            return api.run_request(request, config, scratch, env, launcher=launcher)
         finally:
             if not os.environ.get("KW_KEEP_SCRATCH"):
                 shutil.rmtree(scratch, ignore_errors=True)
+
+
+def gpu_free_bytes(gpu: str) -> int | None:
+    """Free memory of GPU `gpu` now (nvidia-smi, MiB), None when it cannot be read."""
+    text = _nvidia_smi("--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpu)
+    try:
+        return int(float(text.strip().splitlines()[0])) << 20
+    except (ValueError, IndexError):
+        return None
+
+
+def gpu_process_count(gpu: str) -> int | None:
+    """Processes holding memory on GPU `gpu` now (nvidia-smi), None when it cannot be read."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    text = _nvidia_smi("--query-compute-apps=pid", "--format=csv,noheader", "-i", gpu)
+    return len([line for line in text.splitlines() if line.strip()])
 
 
 def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:

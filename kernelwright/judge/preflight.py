@@ -67,7 +67,7 @@ def _missing_for_cuda(device: str) -> list[str]:
 
 def _nvcc() -> str | None:
     try:
-        from .compile import nvcc_path
+        from .toolchain import nvcc_path
     except ImportError:
         return shutil.which("nvcc")
     return nvcc_path()

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .verdict import ProcessInfo
 
@@ -48,6 +48,20 @@ class SandboxSpec:
     deadline: Callable[[float], float] | None = None
     # at a time limit: SIGTERM first and this long to clean up (the supervisor kills its tree), then SIGKILL
     stop_grace_s: float = 0.0
+    # a warm start (`forkserver.Launcher`): called with the spec and the child's environment, it
+    # forks the command from a process that has imported it already, or says why it cannot
+    launcher: Callable[["SandboxSpec", dict[str, str]], "Launch"] | None = None
+
+
+@dataclass
+class Launch:
+    """How a launcher started the command: `process` is driven like subprocess.Popen (None: start
+    it cold after all); `start` says how, or why not warm."""
+
+    process: Any = None
+    start: str = ""
+    network_isolated: bool = False
+    network: str = ""
 
 
 @functools.lru_cache(maxsize=None)
@@ -156,20 +170,29 @@ def signal_name(returncode: int | None) -> str | None:
         return f"signal {-returncode}"
 
 
+COLD = "cold: a fresh interpreter"
+
+
 def run(spec: SandboxSpec) -> ProcessInfo:
     """Run `spec.argv` under the sandbox and report how it ended. Never raises for the child's sake."""
     spec.workdir.mkdir(parents=True, exist_ok=True)
-    prefix, net_note = network_prefix() if spec.no_network else ((), "not requested")
+    env = child_env(spec)
     start = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            [*prefix, *limits_prefix(spec.address_space_bytes), *spec.argv], cwd=spec.workdir,
-            env=child_env(spec), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return ProcessInfo(exit_code=None, stderr_tail=f"cannot start the judge process: {exc}",
-                           isolation=_isolation(spec, net_note))
+    launch = _launch_warm(spec, env)
+    proc, started = launch.process, launch.start
+    isolated, net_note = launch.network_isolated, launch.network
+    if proc is None:
+        prefix, net_note = network_prefix() if spec.no_network else ((), "not requested")
+        isolated = bool(prefix)
+        try:
+            proc = subprocess.Popen(
+                [*prefix, *limits_prefix(spec.address_space_bytes), *spec.argv], cwd=spec.workdir,
+                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ProcessInfo(exit_code=None, stderr_tail=f"cannot start the judge process: {exc}",
+                               isolation=_isolation(spec, net_note, started))
     readers = [_TailReader(proc.stdout, spec.output_limit_bytes), _TailReader(proc.stderr, spec.output_limit_bytes)]
     for reader in readers:
         reader.start()
@@ -181,8 +204,21 @@ def run(spec: SandboxSpec) -> ProcessInfo:
     return ProcessInfo(
         exit_code=proc.returncode, signal=signal_name(proc.returncode), timed_out=timed_out,
         wall_s=round(time.monotonic() - start, 3), stdout_tail=readers[0].text(), stderr_tail=readers[1].text(),
-        network_isolated=bool(prefix), isolation=_isolation(spec, net_note),
+        network_isolated=isolated, isolation=_isolation(spec, net_note, started),
     )
+
+
+def _launch_warm(spec: SandboxSpec, env: dict[str, str]) -> Launch:
+    """The launcher's start, or a cold one (with the launcher's reason) when there is none or it fails."""
+    if spec.launcher is None:
+        return Launch(start=COLD)
+    try:
+        launch = spec.launcher(spec, env)
+    except Exception as exc:  # noqa: BLE001 - a failed warm start costs only the warm start
+        return Launch(start=f"{COLD} (the warm start failed: {type(exc).__name__}: {exc})")
+    if launch.process is None and not launch.start.startswith(COLD):
+        launch.start = f"{COLD} ({launch.start})" if launch.start else COLD
+    return launch
 
 
 def _feed_stdin(proc: subprocess.Popen, text: str) -> None:
@@ -218,8 +254,9 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
     proc.wait()
 
 
-def _isolation(spec: SandboxSpec, net_note: str) -> dict:
+def _isolation(spec: SandboxSpec, net_note: str, started: str = COLD) -> dict:
     return {
+        "start": started,
         "network": net_note,
         "process_group": "own session; the whole group is killed on exit or timeout",
         "workdir": "cwd, HOME and TMPDIR are a fresh scratch folder",

@@ -4,6 +4,9 @@ baseline, into its supervisor's record; reads another candidate's scratch; signa
 leaves a `setsid` child and a daemon running -- is blocked or caught on every count, and the
 next legitimate candidate's verdict, baseline and timing come out as before the attack.
 
+Every attack is judged twice: each evaluation started cold (a fresh interpreter) and warm (forked
+from the fork server, judge/forkserver.py); the guarantees are the same.
+
 The judge runs from a copy of the package (PYTHONPATH), so an attack that got through would change
 the copy, never this repository. The same attacks on a GPU: tests/judge/test_gpu_integrity.py.
 """
@@ -18,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig, trusted
-from kernelwright.judge.api import judge
+from kernelwright.judge.api import judge, warm_launcher
 from kernelwright.judge.confine import landlock_abi
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT, Verdict
 
@@ -43,6 +46,7 @@ class Arena:
     after: Verdict  # the same legitimate candidate, judged after the attack
     package_digest_before: str
     records_before: dict[str, bytes]
+    start: str = "cold"  # how every evaluation was started: "cold" or "warm"
 
 
 def _digest(folder: Path) -> str:
@@ -56,14 +60,14 @@ def _records(cache: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((cache / "baselines").glob("*.json"))}
 
 
-def _judge_all(root: Path, config: JudgeConfig, attacks) -> tuple:
+def _judge_all(root: Path, config: JudgeConfig, attacks, launcher=None) -> tuple:
     env = {"PYTHONPATH": str(root / "pkg")}
     scratch_root = root / "scratch"
-    before = judge(PROBLEM, LEGIT, config, env=env, scratch_root=scratch_root)
+    before = judge(PROBLEM, LEGIT, config, env=env, scratch_root=scratch_root, launcher=launcher)
     digest, records = _digest(root / "pkg" / "kernelwright"), _records(Path(config.cache_dir))
     candidate = attacker(root / "outside" / "pwned.txt", Path(config.cache_dir) / "baselines",
                          scratch_root / "kw-judge-other" / "secret.txt", attacks)
-    attacked = judge(PROBLEM, candidate, config, env=env, scratch_root=scratch_root)
+    attacked = judge(PROBLEM, candidate, config, env=env, scratch_root=scratch_root, launcher=launcher)
     return before, attacked, digest, records
 
 
@@ -75,19 +79,29 @@ def _setup(root: Path) -> None:
     (other / "secret.txt").write_text("another candidate's kernel")
 
 
-@pytest.fixture(scope="module")
-def arena(tmp_path_factory) -> Arena:
-    root = tmp_path_factory.mktemp("integrity")
+@pytest.fixture(scope="module", params=["cold", "warm"])
+def arena(tmp_path_factory, request) -> Arena:
+    root = tmp_path_factory.mktemp(f"integrity_{request.param}")
     _setup(root)
     config = JudgeConfig(cache_dir=str(root / "cache"), **FAST)
+    env = {"PYTHONPATH": str(root / "pkg")}
     os.environ["KW_TEST_API_KEY"] = "not-for-candidates"  # the judging process holds a credential
+    launcher = warm_launcher(config, force=True, env=env) if request.param == "warm" else None
     try:
-        before, attacked, digest, records = _judge_all(root, config, ALL_ATTACKS)
+        before, attacked, digest, records = _judge_all(root, config, ALL_ATTACKS, launcher)
+        after = judge(PROBLEM, LEGIT, config, env=env, scratch_root=root / "scratch", launcher=launcher)
     finally:
         del os.environ["KW_TEST_API_KEY"]
-    after = judge(PROBLEM, LEGIT, config, env={"PYTHONPATH": str(root / "pkg")}, scratch_root=root / "scratch")
+        if launcher is not None:
+            launcher.close()
     return Arena(root, root / "pkg" / "kernelwright", root / "cache", root / "outside" / "pwned.txt",
-                 root / "scratch" / "kw-judge-other" / "secret.txt", before, attacked, after, digest, records)
+                 root / "scratch" / "kw-judge-other" / "secret.txt", before, attacked, after, digest, records,
+                 start=request.param)
+
+
+def test_every_evaluation_started_as_the_arena_asked(arena):
+    for verdict in (arena.before, arena.attacked, arena.after):
+        assert verdict.process.isolation["start"].startswith(f"{arena.start}:"), verdict.process.isolation["start"]
 
 
 @needs_landlock
@@ -201,11 +215,19 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_at_a_time_limit_the_candidates_processes_are_killed_too(tmp_path):
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_at_a_time_limit_the_candidates_processes_are_killed_too(tmp_path, start):
     from kernelwright.judge.api import SourceText
 
     config = JudgeConfig(cache_dir=str(tmp_path / "cache"), **{**FAST, "timeout_s": 3.0, "time": False})
-    verdict = judge(PROBLEM, SourceText(HANGS_AFTER_LEAVING_A_CHILD, "hangs"), config, scratch_root=tmp_path)
+    launcher = warm_launcher(config, force=True) if start == "warm" else None
+    try:
+        verdict = judge(PROBLEM, SourceText(HANGS_AFTER_LEAVING_A_CHILD, "hangs"), config, scratch_root=tmp_path,
+                        launcher=launcher)
+    finally:
+        if launcher is not None:
+            launcher.close()
+    assert verdict.process.isolation["start"].startswith(f"{start}:")
     assert verdict.status == FAIL and verdict.process.timed_out and "timed out in the check stage" in verdict.error
     pids = children(verdict.process.stdout_tail)
     assert len(pids) == 1 and not alive(pids[0])

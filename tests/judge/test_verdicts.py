@@ -235,7 +235,11 @@ def test_stage_seconds_energy_and_profile_of_a_timed_cpu_verdict(verdicts):
     stages = v.stage_seconds
     for stage in ("imports", "setup", "reference", "compile", "check", "guards", "time", "profile", "overhead"):
         assert stage in stages and stages[stage] >= 0, stage
-    assert stages["imports"] > 0.1 and stages["check"] > 0  # real work was timed
+    if v.process.isolation["start"].startswith("cold"):  # a fresh interpreter imports torch itself
+        assert stages["imports"] > 0.1
+    else:  # forked from the fork server, which imported it once
+        assert v.process.isolation["start"].startswith("warm")
+    assert stages["check"] > 0  # real work was timed
     assert sum(stages.values()) == pytest.approx(v.process.wall_s, rel=0.05, abs=0.5)
     assert v.energy == {"available": False, "reason": "CPU run: GPU energy is not measured"}
     profile = v.profile

@@ -1,10 +1,13 @@
-"""env.py: tool versions asked once per binary and kept on disk (workers are fresh processes)."""
+"""toolchain.py: tool versions asked once per binary and kept on disk (workers are fresh processes);
+toolchain and arch detection apart from the build cache and the environment record (no import cycle)."""
 from __future__ import annotations
 
+import ast
 import os
 import time
+from pathlib import Path
 
-from kernelwright.judge import env
+from kernelwright.judge import toolchain as env
 
 
 def _fake_tool(folder, counter):
@@ -40,3 +43,26 @@ def test_missing_tools_give_empty_output(tmp_path, monkeypatch):
     monkeypatch.setenv("KW_CACHE_DIR", str(tmp_path / "cache"))
     assert env.tool_output(str(tmp_path / "no-such-tool"), "--version") == ""
     assert env.tool_output(None, "--version") == ""
+
+
+JUDGE = Path(env.__file__).parent
+
+
+def _judge_imports(module: str) -> set[str]:
+    """The judge modules `module` imports (at the top or inside functions)."""
+    tree = ast.parse((JUDGE / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+    return found
+
+
+def test_toolchain_detection_has_one_home_and_no_cycle():
+    """compile (the build cache) and env (the environment record) both read the toolchain; neither
+    imports the other, and the toolchain imports only where the caches are."""
+    assert _judge_imports("toolchain") <= {"cachedir"}
+    assert _judge_imports("cachedir") == set()
+    assert "env" not in _judge_imports("compile")
+    assert "compile" not in _judge_imports("env")
+    assert {"toolchain"} <= _judge_imports("compile") and {"toolchain"} <= _judge_imports("env")

@@ -1,0 +1,161 @@
+"""GPU memory admission for the judge pool: evaluations start on a GPU only while their peak GPU
+memory fits in its free memory with headroom, and an out-of-memory error that sharing the GPU
+may have caused is judged again with the GPU to itself before it becomes a verdict.
+
+- The estimate of a job is the peak the worker measured (`verdict.environment["gpu_peak_bytes"]`,
+  torch's max_memory_reserved: inputs, outputs, parameters, the reference's and the candidate's
+  work) for an earlier candidate of the same problem key (problem source, overrides, device,
+  rules), times `margin`. A problem not measured yet has no estimate: its first job runs alone on
+  its GPU, so its peak is measured without contention.
+- A job is admitted on a GPU when nothing of this pool runs there, or when no exclusive job runs or
+  waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
+  source says now (other processes included) and `reserved` what the pool's running jobs there
+  were admitted with (counted in full: the part already allocated is in `free` too, so the rule
+  errs on the safe side).
+- A job that ran while another one of this pool ran on the same GPU, or whose GPU other processes
+  (another judge, a batch runner) held memory on when its OOM verdict came back, shared the GPU:
+  its OOM is judged again once with no other job of this pool on the GPU (`OOM_RETRIED`); an OOM
+  with the GPU to itself is the candidate's own (`OOM_ALONE`).
+
+No torch here: the pool is a trusted process that never imports it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+GIB = 1 << 30
+OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
+OOM_RETRIED = "oom_retried_alone"
+OOM_ALONE = "oom_alone"
+PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdict.environment
+
+
+@dataclass
+class Reservation:
+    """One admitted job on one GPU."""
+
+    gpu: str
+    need: int  # bytes reserved (0: unknown, the job runs alone)
+    exclusive: bool
+    shared_with: int = 0  # how many other jobs of the pool ran on this GPU while it ran (at most)
+    waited_s: float = 0.0
+
+
+@dataclass
+class MemoryAdmission:
+    free_bytes: Callable[[str], int | None]  # free memory of a GPU now; None: unknown (admit by count only)
+    # processes holding memory on a GPU now (this pool's workers that still run included); None: unknown
+    gpu_processes: Callable[[str], int | None] = lambda gpu: None
+    headroom_bytes: int = 2 * GIB
+    margin: float = 1.25
+    measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
+    _running: dict[str, list[Reservation]] = field(default_factory=dict)
+    _exclusive_waiting: dict[str, int] = field(default_factory=dict)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def estimate(self, key: str) -> int | None:
+        """Bytes to reserve for a job of problem `key`; None before any of its jobs was measured."""
+        peak = self.measured.get(key)
+        return None if peak is None else int(peak * self.margin)
+
+    def record(self, key: str, peak_bytes) -> None:
+        if isinstance(peak_bytes, int) and peak_bytes > 0:
+            with self._cond:
+                self.measured[key] = max(peak_bytes, self.measured.get(key, 0))
+
+    @contextmanager
+    def admitted(self, gpu: str, key: str, exclusive: bool = False, timeout_s: float = 3600.0) -> Iterator[Reservation]:
+        """Hold a place on `gpu` for one job of problem `key` (blocks until it fits)."""
+        need = self.estimate(key)
+        exclusive = exclusive or need is None
+        reservation = Reservation(gpu=gpu, need=need or 0, exclusive=exclusive)
+        with self._cond:
+            if exclusive:
+                self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
+            try:
+                waited = self._cond.wait_for(lambda: self._fits(reservation), timeout=timeout_s)
+            finally:
+                if exclusive:
+                    self._exclusive_waiting[gpu] -= 1
+            if not waited:  # never stall for good: run it anyway, the OOM retry still covers it
+                reservation.shared_with = len(self._running.get(gpu, []))
+            running = self._running.setdefault(gpu, [])
+            running.append(reservation)
+            for job in running:
+                job.shared_with = max(job.shared_with, len(running) - 1)
+        try:
+            yield reservation
+        finally:
+            with self._cond:
+                self._running[gpu].remove(reservation)
+                self._cond.notify_all()
+
+    def _fits(self, job: Reservation) -> bool:
+        running = self._running.get(job.gpu, [])
+        if not running:
+            return True
+        if job.exclusive or any(r.exclusive for r in running):
+            return False
+        if self._exclusive_waiting.get(job.gpu, 0):
+            return False  # an exclusive job waits: let the GPU drain for it
+        free = self.free_bytes(job.gpu)
+        if free is None:
+            return True
+        return job.need + self.headroom_bytes <= free - sum(r.need for r in running)
+
+
+def problem_key(problem_source: str, overrides: dict, device: str, rules: str) -> str:
+    text = json.dumps([problem_source, overrides, device, rules], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def is_oom(verdict) -> bool:
+    """Whether the verdict ended in a GPU out-of-memory error (its message or the worker's stderr)."""
+    if verdict.passed:
+        return False
+    text = " ".join(filter(None, [verdict.error, verdict.process.stderr_tail if verdict.process else ""]))
+    text += " ".join(t.message or "" for t in verdict.trials)
+    return any(marker in text for marker in OOM_MARKERS)
+
+
+def peak_of(verdict) -> int | None:
+    value = (verdict.environment or {}).get(PEAK_KEY)
+    return value if isinstance(value, int) else None
+
+
+def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object]):
+    """Run one evaluation (`run()` -> Verdict) on `gpu` once admitted; record its measured peak; an
+    OOM while sharing the GPU is judged again alone once, and the verdict says which it was."""
+    from .verdict import INFO, Flag
+
+    with admission.admitted(gpu, key) as seat:
+        verdict = run()
+    admission.record(key, peak_of(verdict))
+    if not is_oom(verdict):
+        return verdict
+    others = seat.shared_with or admission.gpu_processes(gpu) or 0
+    if not others:
+        verdict.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
+        return verdict
+    first = (verdict.error or "").strip()[:300]
+    with admission.admitted(gpu, key, exclusive=True):
+        retried = run()
+    admission.record(key, peak_of(retried))
+    sharing = (f"up to {seat.shared_with} other evaluation(s) of this judge" if seat.shared_with
+               else f"{others} other process(es)")
+    retried.flags.append(Flag(OOM_RETRIED, INFO, (
+        f"ran out of GPU memory while {sharing} shared the GPU (a co-scheduling failure, not held "
+        f"against the candidate); judged again with no other evaluation of this judge on the GPU, this "
+        f"is that verdict. The first run said: {first}")))
+    if is_oom(retried):
+        retried.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
+    return retried
+
+
+_ALONE = ("out of GPU memory with no other evaluation of this judge on the GPU: the candidate's own "
+          "(processes outside this judge may still have held memory: see the device's free memory)")

@@ -1,0 +1,128 @@
+"""What every stage of one evaluation shares: the request, the settings, the verdict being written,
+where it is written, the judge's own modules, the stage clock. Stage results are not kept here:
+each stage returns its own typed record (`records`), and the next stage takes it as its input.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+from ..api import JudgeRequest
+from ..config import JudgeConfig
+from ..stagetimes import StageTimer
+from ..verdict import Flag, Verdict
+
+_perf_counter = time.perf_counter  # captured before candidate code can replace it
+
+
+class ResultWriter:
+    """Atomic writes of the (partial) verdict and one-line progress marks for the parent's clock."""
+
+    def __init__(self, request: JudgeRequest, token: str, timer: StageTimer | None = None):
+        self.result_path, self.progress_path, self.token = Path(request.result_path), Path(request.progress_path), token
+        self.timer = timer  # stage times so far go into every write: a crash keeps where the time went
+
+    def progress(self, line: str) -> None:
+        with open(self.progress_path, "a") as fh:
+            fh.write(line + "\n")
+
+    def stage(self, verdict: Verdict, stage: str) -> None:
+        verdict.stage = stage
+        self.progress(f"stage {stage}")
+        self.write(verdict, complete=False)
+
+    def write(self, verdict: Verdict, complete: bool) -> None:
+        if self.timer is not None:
+            verdict.stage_seconds.update(self.timer.rounded())
+        payload = {"token": self.token, "complete": complete, "verdict": verdict.to_dict()}
+        tmp = self.result_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, default=_jsonable))
+        os.replace(tmp, self.result_path)
+
+
+def _jsonable(obj: Any) -> Any:
+    return obj.item() if hasattr(obj, "item") else str(obj)
+
+
+@dataclass
+class Context:
+    """One evaluation's shared state. `stopped` is set by the stage that decided the verdict."""
+
+    request: JudgeRequest
+    config: JudgeConfig
+    verdict: Verdict
+    writer: ResultWriter
+    modules: dict[str, ModuleType] = field(default_factory=dict)  # timing, compile, baseline, floor, env
+    notes: list[str] = field(default_factory=list)  # judge notes for the verdict (info flags)
+    timer: StageTimer = field(default_factory=StageTimer)
+    problem_path: Path | None = None
+    candidate_path: Path | None = None
+    candidate_source: str = ""
+    stopped: bool = False
+
+    def flag(self, flag: Flag | None) -> None:
+        if flag is not None and all((f.code, f.message) != (flag.code, flag.message) for f in self.verdict.flags):
+            self.verdict.flags.append(flag)
+
+    def stop(self, status: str, error: str, stage: str | None = None) -> None:
+        """The verdict is decided: later stages are skipped."""
+        self.verdict.status, self.verdict.error, self.stopped = status, error, True
+        if stage:
+            self.verdict.stage = stage
+
+    @contextlib.contextmanager
+    def on_device(self, lock, kind: str) -> Iterator[None]:
+        """Hold the device lock ("shared" for correctness work, "exclusive" for timing); the wait is
+        its own stage, and the parent's stage clock does not count it against the stage's budget."""
+        if lock is None:
+            yield
+            return
+        with contextlib.ExitStack() as held:
+            self.writer.progress("wait start")
+            with self.timer("wait_gpu"):
+                held.enter_context(lock.shared() if kind == "shared" else lock.exclusive())
+            self.writer.progress("wait end")
+            yield
+
+
+def describe_exception(exc: BaseException, path: Path | None, what: str) -> str:
+    from ...problem.errors import line_in_file
+
+    line = line_in_file(exc, path) if path else None
+    where = f" ({path}, line {line})" if line else ""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if len(text) > 1500:
+        text = text[:1500] + " [...]"
+    return f"{what} raised {text}{where}"
+
+
+def is_triton_compile_error(exc: BaseException) -> bool:
+    kind = type(exc)
+    return kind.__module__.startswith("triton") and "Compil" in kind.__name__
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return ""  # load_candidate reports the unreadable file
+
+
+def install_build_cache(ctx: Context):
+    """The build cache (a `compile.BuildRecorder`), or None when the compile module is missing."""
+    kwcompile = ctx.modules.get("compile")
+    if kwcompile is None:
+        return None
+    from ..api import default_cache_dir
+
+    try:
+        return kwcompile.install_build_cache(default_cache_dir(ctx.config))
+    except Exception as exc:  # noqa: BLE001 - fall back to uncached builds
+        ctx.notes.append(f"build cache unavailable: {exc}")
+        return None

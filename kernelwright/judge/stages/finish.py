@@ -1,0 +1,44 @@
+"""The verdict's status from what the stages found: every trial passed and no reject flag, else
+fail with a one-paragraph summary; judge notes become info flags at the end."""
+from __future__ import annotations
+
+import sys
+
+from ..admission import PEAK_KEY
+from ..verdict import FAIL, INFO, PASS, Flag, Verdict
+from .context import Context
+
+
+def finalize(ctx: Context, final: bool = True) -> None:
+    verdict = ctx.verdict
+    verdict.stage_seconds.update(ctx.timer.rounded())
+    record_gpu_peak(verdict)
+    if not ctx.stopped:
+        trials_ok = len(verdict.trials) >= ctx.config.trials and all(t.ok for t in verdict.trials)
+        verdict.status = PASS if trials_ok and not verdict.reject_flags() else FAIL
+        verdict.error = None if verdict.status == PASS else summarize_failure(verdict)
+        if final:
+            verdict.stage = "done"
+    for note in ctx.notes if final else []:
+        ctx.flag(Flag("judge_note", INFO, note))
+
+
+def record_gpu_peak(verdict: Verdict) -> None:
+    """The most GPU memory this worker's caching allocator held (the pool's admission estimate)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        try:
+            verdict.environment[PEAK_KEY] = int(torch.cuda.max_memory_reserved())
+        except Exception:  # noqa: BLE001 - a broken CUDA context: no measurement, nothing else lost
+            pass
+
+
+def summarize_failure(verdict: Verdict) -> str:
+    parts = []
+    failed = [t for t in verdict.trials if not t.ok]
+    if failed:
+        t = failed[0]
+        parts.append(f"{len(failed)} of {len(verdict.trials)} trials failed; trial {t.trial} "
+                     f"(seed {t.seed}, {t.variant} inputs): {t.message}")
+    parts += [f"[{f.code}] {f.message}" for f in verdict.reject_flags()]
+    return "; ".join(parts) or "the candidate did not pass"

@@ -1,0 +1,156 @@
+"""Stage 1, load: the problem, the device and its lock, and every trial's reference output, before
+any candidate code exists in the process (so the candidate cannot patch the reference). Ends by
+sealing the baseline parameters with the supervisor.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..config import JudgeConfig
+from ..verdict import ERROR
+from .context import Context, describe_exception, install_build_cache, read_text
+from .records import Loaded
+
+# share of the GPU's free memory the reference outputs of all trials may keep on the device
+REFERENCE_MEMORY_SHARE = 0.25
+
+
+def run(ctx: Context) -> Loaded | None:
+    """Load the problem and compute every trial's reference output; None when the verdict is decided."""
+    from ...problem import ProblemError, load_problem
+    from ...problem.ops import record_aten_ops
+    from ...problem.reference import TritonLaunchRecorder, describe_reference
+    from .. import check, grad, guards
+    from .. import reference as refside
+
+    ctx.writer.stage(ctx.verdict, "load")
+    with ctx.timer("setup"):
+        try:
+            device = resolve_device(ctx.config)
+        except RuntimeError as exc:
+            ctx.stop(ERROR, str(exc))
+            return None
+        if device == "cpu":
+            guards.enable_malloc_perturb()  # fresh CPU allocations read as poison (see guards)
+        ctx.verdict.device = device
+        ctx.verdict.environment = environment(ctx, device)
+        lock = device_lock(ctx, device)
+        guards.set_full_precision(ctx.config.allow_tf32)
+        shrink = ctx.config.shrink if ctx.config.shrink is not None else not device.startswith("cuda")
+        refusal = refside.cannot_run_here(read_text(ctx.problem_path), device)
+        if refusal:
+            ctx.stop(ERROR, f"cannot judge here: {refusal}")
+            return None
+        builds = install_build_cache(ctx)  # the reference's own extensions build through the cache too
+        try:
+            problem = load_problem(ctx.problem_path, overrides=ctx.config.overrides, shrink=shrink)
+        except ProblemError as exc:
+            ctx.stop(ERROR, f"cannot load the problem: {exc}{refside.build_note(builds)}")
+            return None
+        ctx.verdict.overrides, ctx.verdict.shrunk = dict(problem.overrides), problem.shrunk
+        backward = grad.runner_for(problem, device)
+    sync = lambda: guards.synchronize(device)  # noqa: E731
+    with ctx.on_device(lock, "shared"), ctx.timer("reference"):
+        try:
+            reference = problem.make_model(ctx.config.seed, device)
+            cases, refill, ref_mutates = check.reference_cases(
+                problem, reference, ctx.config.trials, ctx.config.seed, device, sync,
+                device_budget_bytes=reference_budget(device))
+            inputs = check.make_inputs(problem, ctx.config.seed, cases[0].variant, device)
+            with TritonLaunchRecorder() as launches:
+                ref_ops = dict(record_aten_ops(reference, *inputs))
+            if backward is not None:  # the backward's ops are the reference's work too
+                ref_ops.update(backward.reference(reference, cases + [refill], sync))
+        except Exception as exc:  # noqa: BLE001 - the problem's own code failed
+            ctx.stop(ERROR, describe_exception(exc, ctx.problem_path, "the reference Model (problem file)"))
+            return None
+        del reference, inputs
+    ctx.verdict.reference = refside.record(describe_reference(problem), launches.counts, ref_ops, ref_mutates,
+                                           refside.reference_build(builds))
+    loaded = Loaded(problem=problem, device=device, lock=lock, cases=cases, refill=refill, ref_mutates=ref_mutates,
+                    ref_ops=ref_ops, backward=backward)
+    record_precision(ctx, loaded)
+    seal_baseline_parameters(ctx, loaded)
+    return loaded
+
+
+def device_lock(ctx: Context, device: str):
+    from .. import gpulock, service
+    from ..api import default_cache_dir
+
+    lock = gpulock.lock_for(device, default_cache_dir(ctx.config))
+    if isinstance(lock, gpulock.NoLock):
+        ctx.notes.append(lock.why)
+    elif service.available():  # confined: the lock files are made by the supervisor
+        try:
+            service.call("lock", folder=str(lock.folder), key=lock.key)
+        except service.ServiceError as exc:
+            ctx.notes.append(f"device lock files: {exc}")
+    return lock
+
+
+def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
+    """Tell the supervisor, before any candidate code exists in this process, what its baselines
+    are measured for (sizes, device, the device's name): it accepts these once, so a candidate
+    cannot have baselines measured, and cached, for other parameters in its name."""
+    from .. import service
+
+    if not service.available():
+        return
+    env = ctx.modules.get("env")
+    try:
+        name = env.device_name(loaded.device) if env is not None else ""
+        service.call("seal", overrides=dict(loaded.problem.overrides), device=loaded.device, device_name=name)
+    except Exception as exc:  # noqa: BLE001 - no baselines then; the candidate is still judged
+        ctx.notes.append(f"baseline parameters not sealed: {exc}")
+
+
+def reference_budget(device: str) -> int:
+    """Bytes of reference outputs that may stay on the GPU (a share of its free memory)."""
+    if not device.startswith("cuda"):
+        return 0
+    import torch
+
+    try:
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+    except Exception:  # noqa: BLE001 - unknown: keep them on the CPU
+        return 0
+    return int(free * REFERENCE_MEMORY_SHARE)
+
+
+def resolve_device(config: JudgeConfig) -> str:
+    import torch
+
+    if config.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if config.device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {config.device!r} was asked for but torch sees no CUDA GPU")
+    return config.device
+
+
+def environment(ctx: Context, device: str) -> dict[str, Any]:
+    env = ctx.modules.get("env")
+    if env is not None:
+        try:
+            return dict(env.environment(device))
+        except Exception as exc:  # noqa: BLE001 - a missing field must not cost the verdict
+            ctx.notes.append(f"env.environment failed: {exc}")
+    import platform
+
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "triton_interpret": os.environ.get("TRITON_INTERPRET", "")}
+
+
+def record_precision(ctx: Context, loaded: Loaded) -> None:
+    from .. import check, guards
+
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in loaded.cases[0].ref_outputs})
+    tolerances = {d: dict(zip(("atol_rtol", "rel_l2"), ctx.config.tolerance_for(d), strict=True)) for d in dtypes}
+    ctx.verdict.precision = {"reference_dtypes": dtypes, "allow_tf32": ctx.config.allow_tf32,
+                             "settings": guards.precision_state(), "tolerances": tolerances,
+                             "atol_rule": "|out-ref| <= atol*S + rtol*|ref|, S = max(1, RMS(ref)) per output",
+                             "inputs_on_device": check.inputs_on_device(loaded.problem, loaded.device),
+                             "reference_on_device_bytes": check.on_device_bytes(loaded.cases)}

@@ -1,0 +1,139 @@
+"""GPU memory admission (judge/admission.py) with a fake free-memory source, and the pool's retry
+of an out-of-memory error that sharing the GPU caused (worker runs replaced by a fake that runs out
+of memory only while another evaluation shares its GPU)."""
+from __future__ import annotations
+
+import threading
+import time
+
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom,
+                                          problem_key)
+from kernelwright.judge.api import SourceText
+from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.verdict import ERROR, PASS, Verdict
+
+PROBLEM = SourceText("class Model: pass", "p")
+
+
+def test_a_problem_not_measured_yet_has_no_estimate_then_its_peak_with_margin():
+    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, margin=1.25)
+    assert admission.estimate("k") is None
+    admission.record("k", 8 * GIB)
+    admission.record("k", 4 * GIB)  # the largest peak seen counts
+    admission.record("k", None)
+    assert admission.estimate("k") == 10 * GIB
+
+
+def _hold(admission, gpu, key, started, release, exclusive=False):
+    with admission.admitted(gpu, key, exclusive=exclusive):
+        started.set()
+        release.wait(10)
+
+
+def test_jobs_start_together_only_while_they_fit_in_free_memory_with_headroom():
+    free = {"0": 30 * GIB}
+    admission = MemoryAdmission(free_bytes=lambda gpu: free[gpu], headroom_bytes=2 * GIB, margin=1.0)
+    admission.record("k", 12 * GIB)
+    first, second, release = threading.Event(), threading.Event(), threading.Event()
+    threading.Thread(target=_hold, args=(admission, "0", "k", first, release), daemon=True).start()
+    assert first.wait(5)
+    free["0"] = 25 * GIB  # 12 + 2 > 25 - 12: the second waits
+    threading.Thread(target=_hold, args=(admission, "0", "k", second, release), daemon=True).start()
+    assert not second.wait(0.5)
+    with admission._cond:
+        free["0"] = 40 * GIB  # now 12 + 2 <= 40 - 12
+        admission._cond.notify_all()
+    assert second.wait(5)
+    release.set()
+
+
+def test_an_unmeasured_problem_runs_alone_and_others_wait_for_it():
+    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB)
+    admission.record("known", GIB)
+    first, second, release_first, release_second = (threading.Event() for _ in range(4))
+    threading.Thread(target=_hold, args=(admission, "0", "new", first, release_first), daemon=True).start()
+    assert first.wait(5)
+    threading.Thread(target=_hold, args=(admission, "0", "known", second, release_second), daemon=True).start()
+    assert not second.wait(0.5)  # the unmeasured job has the GPU to itself
+    release_first.set()
+    assert second.wait(5)
+    other_gpu = threading.Event()
+    threading.Thread(target=_hold, args=(admission, "1", "new", other_gpu, release_second), daemon=True).start()
+    assert other_gpu.wait(5)  # another GPU is not held up
+    release_second.set()
+
+
+def test_the_problem_key_names_source_overrides_device_and_rules():
+    base = problem_key("src", {"n": 1}, "cuda", "kernelbench")
+    assert base == problem_key("src", {"n": 1}, "cuda", "kernelbench")
+    assert len({base, problem_key("src2", {"n": 1}, "cuda", "kernelbench"), problem_key("src", {"n": 2}, "cuda",
+                "kernelbench"), problem_key("src", {"n": 1}, "cpu", "kernelbench"),
+                problem_key("src", {"n": 1}, "cuda", "strict")}) == 5
+
+
+class SharingPool(JudgePool):
+    """Evaluations replaced by a fake that measures a peak of 1 GiB and runs out of memory while
+    another evaluation runs on the GPU at the same time (or always, for candidates named "hog")."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lock, self.running, self.calls = threading.Lock(), 0, []
+
+    def _run(self, job, config, env, phase):
+        with self.lock:
+            self.running += 1
+            self.calls.append(job.candidate.name)
+        time.sleep(0.3)
+        with self.lock:
+            crowded = self.running > 1
+            self.running -= 1
+        verdict = Verdict(problem="p", candidate=job.candidate.name, status=PASS, environment={PEAK_KEY: GIB})
+        first_outside = job.candidate.name == "outside" and self.calls.count("outside") == 1
+        if crowded or job.candidate.name == "hog" or first_outside:
+            verdict.status, verdict.error = ERROR, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
+        return verdict
+
+
+def _pool(processes: int = 0) -> SharingPool:
+    return SharingPool(JudgeConfig(device="cuda"), gpus=[0], per_gpu=3, warm=False, precompile=False,
+                       free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: processes)
+
+
+def test_an_oom_caused_by_sharing_the_gpu_is_retried_alone_and_passes():
+    pool = _pool()
+    with pool:
+        first = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "c0"))])[0]  # measures the problem alone
+        assert first.status == PASS and not first.flags
+        verdicts = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", f"c{i}")) for i in (1, 2, 3)])
+    retried = [v for v in verdicts if any(f.code == OOM_RETRIED for f in v.flags)]
+    assert retried, "three evaluations that fit together should have shared the GPU and one run out of memory"
+    assert all(v.status == PASS for v in verdicts)
+    assert all(not [f for f in v.flags if f.code == OOM_ALONE] for v in verdicts)
+    assert "co-scheduling" in retried[0].flags[0].message and "CUDA out of memory" in retried[0].flags[0].message
+    assert len(pool.calls) == 4 + len(retried)
+
+
+def test_an_oom_alone_is_the_candidates_own_and_is_not_retried():
+    pool = _pool()
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "hog"))])[0]
+    assert verdict.status == ERROR and is_oom(verdict)
+    assert [f.code for f in verdict.flags] == [OOM_ALONE]
+    assert pool.calls == ["hog"]
+
+
+def test_an_oom_while_another_process_held_the_gpu_is_retried_too():
+    pool = _pool(processes=2)  # e.g. another batch runner's workers
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "outside"))])[0]
+    assert verdict.status == PASS and pool.calls == ["outside", "outside"]
+    assert [f.code for f in verdict.flags] == [OOM_RETRIED] and "2 other process(es)" in verdict.flags[0].message
+
+
+def test_cpu_lanes_are_not_admitted_by_memory():
+    pool = SharingPool(JudgeConfig(device="cpu"), gpus=[], cpu_workers=2, warm=False,
+                       free_bytes=lambda gpu: (_ for _ in ()).throw(AssertionError("asked for GPU memory")))
+    with pool:
+        verdicts = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "c0"))])
+    assert verdicts[0].status == PASS
