@@ -124,9 +124,11 @@ def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | No
 
 def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] | None = None):
     """A `forkserver.Launcher` for evaluations under `config` (started in the background), or None
-    when warm starts are switched off ($KW_JUDGE_WARM=0) and not `force`d. `env`: the extra
+    when warm starts are off and not `force`d: $KW_JUDGE_WARM=0, or unset with a GPU as the device
+    (warm starts are not yet measured on a GPU; $KW_JUDGE_WARM=1 opts in). `env`: the extra
     environment the evaluations are judged with (as `judge(env=...)`), e.g. another PYTHONPATH."""
-    if not force and os.environ.get("KW_JUDGE_WARM", "1").strip().lower() in ("0", "off", "no", "false"):
+    setting = os.environ.get("KW_JUDGE_WARM", "").strip().lower()
+    if not force and (setting in ("0", "off", "no", "false") or (not setting and _judges_on_gpu(config))):
         return None
     from .forkserver import Launcher
 
@@ -137,6 +139,14 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
     trusted.compile_package(package)  # before the server imports it: no bytecode is written later
     return Launcher(env, config.no_network, package)
+
+
+def _judges_on_gpu(config: JudgeConfig) -> bool:
+    if config.device not in ("auto", ""):
+        return not str(config.device).startswith("cpu")
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def run_arch_list(config: JudgeConfig, device_hint: str) -> str:

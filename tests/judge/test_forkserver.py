@@ -133,3 +133,15 @@ def test_a_warm_child_can_be_killed_through_its_handle(server, tmp_path):
     process.send_signal(signal.SIGKILL)
     code = process.wait(timeout=60)
     assert code is not None and code != 0
+
+
+def test_warm_starts_wait_for_an_opt_in_on_a_gpu(monkeypatch):
+    """Not yet measured on a GPU: unset $KW_JUDGE_WARM means cold there, warm on the CPU."""
+    from kernelwright.judge import api
+    from kernelwright.judge.config import JudgeConfig
+
+    monkeypatch.delenv("KW_JUDGE_WARM", raising=False)
+    assert api._judges_on_gpu(JudgeConfig(device="cuda")) and not api._judges_on_gpu(JudgeConfig(device="cpu"))
+    assert api.warm_launcher(JudgeConfig(device="cuda")) is None
+    monkeypatch.setenv("KW_JUDGE_WARM", "0")
+    assert api.warm_launcher(JudgeConfig(device="cpu")) is None
