@@ -65,7 +65,7 @@ def measure(problem) -> Footprint:
         try:
             with counter, torch.no_grad():
                 out = model(*inputs)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- user code: a forward meta cannot run counts no FLOPs
             return Footprint(static_bytes, 0.0)
     return Footprint(static_bytes + _tensor_bytes(out), float(counter.get_total_flops()))
 
@@ -74,7 +74,7 @@ def _build_model(problem):
     """The model on meta where its constructor allows (some call `.item()`), else on the CPU."""
     try:
         return problem.Model(*problem.module.get_init_inputs())
-    except Exception:
+    except Exception:  # noqa: BLE001 -- user code: a constructor that fails on meta is built on the CPU
         with torch.device("cpu"):
             return problem.Model(*problem.module.get_init_inputs())
 
@@ -101,7 +101,7 @@ def shrink_problem(problem, budget: ShrinkBudget):
 
     try:
         footprint = measure(problem)
-    except Exception as exc:  # a model meta cannot run: keep sizes, say why
+    except Exception as exc:  # noqa: BLE001 -- a model meta cannot run: keep sizes, say why
         raise ProblemError(f"cannot measure the problem's size on the meta device to shrink it: {exc}",
                            path=problem.path) from None
     overrides = dict(problem.overrides)
@@ -116,7 +116,7 @@ def shrink_problem(problem, budget: ShrinkBudget):
         try:
             candidate = load_problem(problem.path, trial)
             footprint_next = measure(candidate)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- user code: a size whose halving breaks the model stays
             frozen.add(name)  # halving this one breaks the model: keep it
             continue
         overrides, current, footprint = trial, candidate, footprint_next

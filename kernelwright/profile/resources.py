@@ -136,7 +136,7 @@ def find_tool(name: str) -> str | None:
         import triton
 
         candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
-    except Exception:  # triton absent or broken: PATH and CUDA_HOME only
+    except Exception:  # noqa: BLE001 -- triton absent or broken: PATH and CUDA_HOME only
         pass
     return next((str(p) for p in candidates if p.is_file()), None)
 

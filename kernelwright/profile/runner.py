@@ -114,7 +114,7 @@ def _jit_functions(module) -> list:
     """Triton JITFunctions among the module's globals, unwrapping autotuners and heuristics (`.fn`)."""
     try:
         from triton.runtime.jit import JITFunction
-    except Exception:  # no triton: no Triton kernels
+    except Exception:  # noqa: BLE001 -- no triton: no Triton kernels
         return []
     found = []
     for obj in list(vars(module).values()):
@@ -123,7 +123,7 @@ def _jit_functions(module) -> list:
                 if isinstance(obj, JITFunction) or obj is None:
                     break
                 obj = getattr(obj, "fn", None)
-        except Exception:  # an object whose attribute access raises is not a kernel
+        except Exception:  # noqa: BLE001 -- an object whose attribute access raises is not a kernel
             continue
         if isinstance(obj, JITFunction) and all(obj is not f for f in found):
             found.append(obj)
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         result["stage"] = args.mode
         result.update(run_ncu_mode(session, args.calls) if args.mode == "ncu" else run_timeline_mode(session, args))
         result.update(ok=True, stage="done")
-    except BaseException as exc:  # the candidate is untrusted: report whatever it raised
+    except BaseException as exc:  # noqa: BLE001 -- the candidate is untrusted: report whatever it raised
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc()[-4000:]
     out_path.parent.mkdir(parents=True, exist_ok=True)

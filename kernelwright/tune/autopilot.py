@@ -129,7 +129,7 @@ def optimize_without_llm(
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
-    from .library import NoTemplate, build_template, describe_problem
+    from .library import NoTemplate, build_template
 
     config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
     config.overrides = {**config.overrides, **(overrides or {})}
@@ -231,9 +231,11 @@ def _reference_match(problem_path, name: str):
 
 def _no_template_message(problem, exc: Exception) -> str:
     try:
-        kinds = describe_problem(problem)["kinds"]
+        from kernelwright.problem.ops import forward_op_kinds
+
+        kinds = forward_op_kinds(problem)
         what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
-    except Exception:  # describing is best effort; the reason above already says why
+    except Exception:  # noqa: BLE001 -- describing is best effort; the reason above already says why
         what = ""
     return (f"{exc}{what}. Without an LLM there is nothing more to do for this problem: give --llm to let "
             "the agents write a kernel.")
@@ -244,5 +246,5 @@ def _has_gpu() -> bool:
         import torch
 
         return torch.cuda.is_available()
-    except Exception:
+    except Exception:  # noqa: BLE001 -- a broken torch/CUDA install means no GPU here
         return False

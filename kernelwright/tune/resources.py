@@ -70,7 +70,7 @@ def _from_compiled(name: str, compiled: Any) -> KernelResources:
         init = getattr(compiled, "_init_handles", None)
         if callable(init):
             init()
-    except Exception:  # reading resources must never break the caller
+    except Exception:  # noqa: BLE001 -- reading resources must never break the caller
         pass
     meta = getattr(compiled, "metadata", None)
     num_warps = getattr(meta, "num_warps", None)

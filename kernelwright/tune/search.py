@@ -145,7 +145,7 @@ class OptunaStrategy(Strategy):
         left = [c for c in self.configs if config_key(c) not in self.proposed]
         distances = [self._distance(c, target) for c in left]
         nearest = min(distances)
-        config = self.rng.choice([c for c, d in zip(left, distances) if d == nearest])
+        config = self.rng.choice([c for c, d in zip(left, distances, strict=False) if d == nearest])
         self.proposed.add(config_key(config))
         return config
 

@@ -192,7 +192,7 @@ def tune_groupwise(
         share = left if i == len(prefixes) - 1 else min(left, max(1, round(budget * sizes[prefix] / max(1, total))))
         sub = _pinned(template, free[prefix], best)
 
-        def forward(trial: Trial, offset=len(result.trials)) -> None:
+        def forward(trial: Trial, offset=len(result.trials)) -> None:  # noqa: B008 -- binds the count now, on purpose
             moved = Trial(offset + trial.index, trial.measurement)
             result.trials.append(moved)
             if on_result is not None:

@@ -192,7 +192,7 @@ def template_source(*, name: str, problem_name: str, description: str, kw_tune: 
     parts.append("# ---- the reference model (ModelNew inherits its parameters) " + "-" * 31 + "\n")
     parts.append(reference + "\n\n")
     parts.append("# ---- kernels " + "-" * 78 + "\n")
-    for kernel, launcher in zip(kernels, launchers):
+    for kernel, launcher in zip(kernels, launchers, strict=False):
         parts.append(kernel + "\n\n" + launcher + "\n\n")
     body = "\n".join("        " + line for line in forward_body.splitlines())
     parts.append(f"class ModelNew({REFERENCE_CLASS}):\n")

@@ -98,7 +98,7 @@ def choose_default(params: dict[str, list], constraints: list[str], env: dict[st
     best, best_distance = None, math.inf
     names = list(params)
     for values in itertools.product(*params.values()):
-        config = dict(zip(names, values))
+        config = dict(zip(names, values, strict=False))
         scope = {**env, **config}
         if not all(c.check(scope)[0] for c in checks):
             continue

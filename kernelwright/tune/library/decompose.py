@@ -375,7 +375,7 @@ def _group_norm(lw, fx_node, overload, args, kwargs):
     x, groups = args[0], args[1]
     weight, bias = _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias")
     eps = _arg(args, kwargs, 4, "eps", 1e-5)
-    n, c = x.shape[0], x.shape[1]
+    n = x.shape[0]
     rest = 1
     for s in x.shape[1:]:
         rest *= s

@@ -82,7 +82,7 @@ def _bshape(x: Node, group: Group) -> tuple[int, ...]:
 
     full = tuple(torch.broadcast_shapes(x.shape, group.domain))
     keep = group.keep_shape
-    reduced_only = all(x_s == 1 for x_s, d in zip(_pad(x.shape, len(full)), range(len(full))) if d in group.dims)
+    reduced_only = all(x_s == 1 for x_s, d in zip(_pad(x.shape, len(full)), range(len(full)), strict=False) if d in group.dims)
     return keep if reduced_only else full
 
 
@@ -178,7 +178,7 @@ def _emit_looped(k: Emitter, group: Group, plan: _Plan, names: dict[int, str]) -
                       and not plan.is_alias_reduce(n)]
         for node in reductions:
             k(f"acc_{node.name} = tl.full([BLOCK_R, BLOCK_Q], {NEUTRAL[node.op]}, tl.float32)")
-        _chunk_loop(k, group, plan, names, [n.args[0] for n in reductions], lambda: [
+        _chunk_loop(k, group, plan, names, [n.args[0] for n in reductions], lambda reductions=reductions: [
             k(f"acc_{n.name} = " + COMBINE[n.op].format(
                 a=f"acc_{n.name}", b=f"tl.where(mask, {operand(n.args[0], names)}, {NEUTRAL[n.op]})"))
             for n in reductions])
