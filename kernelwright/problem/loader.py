@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ProblemError, wrap
 
-if TYPE_CHECKING:  # shrink.py reloads problems through this module: import it for types only here
+if TYPE_CHECKING:  # shrink.py imports torch at import time: imported when shrinking
     from .shrink import ShrinkBudget
 
 REQUIRED_PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
@@ -176,7 +176,7 @@ def load_problem(
         from .shrink import ShrinkBudget, shrink_problem
 
         budget = shrink if isinstance(shrink, ShrinkBudget) else ShrinkBudget()
-        problem = shrink_problem(problem, budget)
+        problem = shrink_problem(problem, budget, load_problem)
     return problem
 
 

@@ -9,6 +9,7 @@ The resulting overrides are recorded in the Problem and in every verdict.
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 from dataclasses import dataclass
 
 import torch
@@ -95,10 +96,9 @@ def _fits(fp: Footprint, budget: ShrinkBudget) -> bool:
     return fp.bytes <= budget.max_bytes and fp.flops <= budget.max_flops
 
 
-def shrink_problem(problem, budget: ShrinkBudget):
-    """Return the problem reloaded with halved size constants until it fits `budget`."""
-    from .loader import load_problem
-
+def shrink_problem(problem, budget: ShrinkBudget, load_problem: Callable[..., Any]):
+    """Return the problem reloaded with halved size constants (`load_problem(path, overrides)`, the
+    loader's, passed in so this module needs no import of it) until it fits `budget`."""
     try:
         footprint = measure(problem)
     except Exception as exc:  # noqa: BLE001 -- a model meta cannot run: keep sizes, say why

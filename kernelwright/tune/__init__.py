@@ -14,8 +14,9 @@ from .evaluate import JudgeEvaluator, Measurement, TableEvaluator
 from .hardware import H100_SXM, DeviceLimits, detect_limits
 from .prune import PruneReport, prune_space
 from .search import STRATEGIES, make_strategy
-from .template import Template, TemplateError, load_template, parse_template, verify_default
+from .template import Template, TemplateError, load_template, parse_template
 from .tuner import TuneResult, tune, tune_groupwise
+from .verify import verify_default
 
 __all__ = [
     "ConstraintError", "DeviceLimits", "H100_SXM", "JudgeEvaluator", "Measurement", "PruneReport", "STRATEGIES",

@@ -13,7 +13,7 @@ import torch
 
 from .decompose_nn import HANDLERS as _NN_HANDLERS
 from .ir import Node, Unsupported
-from .lower import Lowering, _Missing, matmul_node, normalize_dims
+from .lowering import Lowering, _Missing, matmul_node, normalize_dims
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .graph import example_shape
 from .ir import CONV, POOL, Node, Unsupported
-from .lower import Lowering, _Missing
+from .lowering import Lowering, _Missing
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
