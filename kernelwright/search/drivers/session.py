@@ -109,10 +109,18 @@ def resume_command(run_dir: str | Path) -> str:
 
 
 def new_run_dir(options: "RunOptions", run_id: str) -> Path:
-    """--run-dir, else WORKSPACE/RUN_ID (the workspace gets a .gitignore the first time)."""
-    if options.run_dir:
-        return Path(options.run_dir)
-    return Path(options.workspace) / run_id
+    """--run-dir, else WORKSPACE/RUN_ID; RunError when a run is already there. Not created yet:
+    `claim_run_dir` does that once the run is ready to start (one home for both drivers)."""
+    run_dir = Path(options.run_dir) if options.run_dir else Path(options.workspace) / run_id
+    if (run_dir / "run.sqlite").exists():
+        raise RunError(f"{run_dir} already holds a run; resume it with --resume {run_dir}")
+    return run_dir
+
+
+def claim_run_dir(options: "RunOptions", run_dir: Path):
+    """Create the new run's folder and hold its lock (store.RunLock, released by the caller)."""
+    prepare_run_dir(options, run_dir)
+    return hold_run(run_dir)
 
 
 def prepare_run_dir(options: "RunOptions", run_dir: Path) -> None:
@@ -183,8 +191,6 @@ class Session:
         info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
         self.run_id = new_run_id(info.name)
         self.run_dir = new_run_dir(options, self.run_id)
-        if (self.run_dir / "run.sqlite").exists():
-            raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
         target = targets.initial_target(options.target, options.eval_mode or "local", self.run_dir / "evals",
                                         options.judge.device)
         if target is not None:
@@ -206,8 +212,7 @@ class Session:
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
                        "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
                        "target": target.to_dict() if target is not None else None}
-        prepare_run_dir(options, self.run_dir)
-        self.lock = hold_run(self.run_dir)
+        self.lock = claim_run_dir(options, self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
         self.store.create_run(self.run_id, problem_path=info.path, problem_name=info.name,
                               problem_hash=info.source_hash, problem_source=info.source,
