@@ -71,6 +71,7 @@ class RunOptions:
     eval_mode: str | None = None  # "local", "batch", "ray[:ADDRESS]"; on resume None keeps the stored one
     eval_workers: int = 1
     skill_dirs: list[str] = field(default_factory=list)
+    prompt_dirs: list[str] = field(default_factory=list)  # [optimize] prompts: prompt files overriding the built-ins
     seed: int = 0
     target: str | None = None  # --target: a known GPU's name or a device file; else learned (see targets.py)
 
@@ -211,6 +212,7 @@ class Session:
                        "llm": {"default": llm, "roles": roles, "config_file": options.config_file},
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
                        "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
+                       "prompt_dirs": [str(Path(d).resolve()) for d in options.prompt_dirs],
                        "target": target.to_dict() if target is not None else None}
         self.lock = claim_run_dir(options, self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
@@ -251,7 +253,7 @@ class Session:
         engine = Engine(self.problem, self.settings.strategy, stored_limits, self.settings,
                         rng_seed=int(self.stored.get("seed", 0)), skills=self._skills(),
                         skill_names=self._library().names(), target=targets.stored_target(self.stored),
-                        extra=targets.prompt_extra(self.stored))
+                        extra=targets.prompt_extra(self.stored), prompt_dirs=self.stored.get("prompt_dirs") or None)
         group: list = []
         for entry in self.store.journal(self.run_id):
             try:
