@@ -38,7 +38,7 @@ def _args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-class Session:
+class ProfileSession:
     """A problem, the candidate model on the device, and inputs: everything `forward` needs."""
 
     def __init__(self, args: argparse.Namespace):
@@ -66,7 +66,7 @@ class Session:
         return self.torch.cuda.get_device_name() if self.use_cuda else "cpu"
 
 
-def run_ncu_mode(session: Session, calls: int) -> dict:
+def run_ncu_mode(session: ProfileSession, calls: int) -> dict:
     profiler = session.torch.cuda.profiler
     session.sync()
     if session.use_cuda:
@@ -79,7 +79,7 @@ def run_ncu_mode(session: Session, calls: int) -> dict:
     return {"calls": calls}
 
 
-def plain_ms_per_call(session: Session, calls: int) -> float:
+def plain_ms_per_call(session: ProfileSession, calls: int) -> float:
     """Median wall time of one synchronised forward: the reference for profiling overhead."""
     times = []
     for _ in range(max(1, calls)):
@@ -90,7 +90,7 @@ def plain_ms_per_call(session: Session, calls: int) -> float:
     return statistics.median(times)
 
 
-def run_timeline_mode(session: Session, args: argparse.Namespace) -> dict:
+def run_timeline_mode(session: ProfileSession, args: argparse.Namespace) -> dict:
     from .energy import measure_energy
     from .torchprof import PROFILER_WARMUP_CALLS, events_to_json, record_timeline, summarize_timeline
 
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     out_path = Path(args.out)
     result: dict = {"ok": False, "stage": "load", "mode": args.mode}
     try:
-        session = Session(args)
+        session = ProfileSession(args)
         result.update(stage="warmup", device=session.device_name())
         for _ in range(max(0, args.warmup)):
             session.forward()

@@ -25,7 +25,7 @@ from kernelwright.llm.types import Completion, CompletionRequest
 from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_key
 
 from .asks import Ask, CompletionAsk, EvaluationAsk, Result
-from .budget import Budget, Limits
+from .budget import SearchBudget, Limits
 from .context import ContextBuilder, SkillRanker
 from .problem_info import ProblemInfo
 from .results import AskFailure, EvalResult
@@ -84,7 +84,7 @@ class Engine:
         self.problem = problem
         self.settings = settings or Settings()
         self.strategy = make_strategy(strategy, self.settings) if isinstance(strategy, str) else strategy
-        self.budget = Budget(budget or Limits())
+        self.budget = SearchBudget(budget or Limits())
         self.agents = dict(agents) if agents is not None else default_agents(problem.backend, prompt_dirs, known_skills=skill_names)
         missing = [a for a in AGENT_NAMES if a not in self.agents]
         if missing:

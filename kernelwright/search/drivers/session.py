@@ -155,7 +155,7 @@ def _llm_specs(options: RunOptions, run_dir: Path) -> tuple[str | None, dict[str
     return fix(options.llm), {role: fix(spec) for role, spec in options.llm_roles.items()}
 
 
-class Session:
+class SearchSession:
     """One process's work on one run."""
 
     def __init__(self, options: RunOptions, on_progress: Callable[[dict], None] | None = None):
@@ -508,7 +508,7 @@ def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | 
         from .autotune import run_autotune
 
         return run_autotune(options, on_progress)
-    session = Session(options, on_progress)
+    session = SearchSession(options, on_progress)
     try:
         return session.run_to_end()
     finally:

@@ -14,7 +14,7 @@ import torch
 
 from .decompose import HANDLERS
 from .graph import Captured
-from .ir import INPUT, Node, Program, Unsupported
+from .ir import INPUT, IRNode, Program, Unsupported
 from .lowering import _PY_OPS, ALIAS_OPS, HOST_OPS, Lowering, _overload, _packet
 
 def lower(captured: Captured) -> Program:
@@ -116,7 +116,7 @@ def _drop_side_effect(lw: Lowering, fx_node, order: dict) -> bool:
     if later_readers:
         raise Unsupported(f"aten.{_packet(fx_node.target)} mutates {mutated.name}, which is read again")
     base = lw.env.get(mutated)
-    if isinstance(base, Node) and base.kind == INPUT:
+    if isinstance(base, IRNode) and base.kind == INPUT:
         if fx_node.users:
             raise Unsupported(f"aten.{_packet(fx_node.target)} mutates model input/state {mutated.name}")
         return True

@@ -11,7 +11,7 @@ import torch
 
 from . import exprs
 from .graph import Captured, example_shape, hint
-from .ir import HOST, MATMUL, POINTWISE, REDUCE, Node, Unsupported
+from .ir import HOST, MATMUL, POINTWISE, REDUCE, IRNode, Unsupported
 
 # ATen ops replayed on the host: they move no data (or only reshape it)
 HOST_OPS = {
@@ -32,23 +32,23 @@ class Lowering:
 
     def __init__(self, captured: Captured):
         self.captured = captured
-        self.nodes: list[Node] = []
+        self.nodes: list[IRNode] = []
         self.env: dict[Any, Any] = {}
         self.current: Any = None  # the fx node being lowered
 
     # -- node construction -------------------------------------------------------------------
-    def add(self, kind: str, op: str, args: list, *, shape=None, dtype=None, **fields) -> Node:
-        node = Node(id=len(self.nodes), kind=kind, op=op, args=list(args), shape=shape, dtype=dtype, **fields)
+    def add(self, kind: str, op: str, args: list, *, shape=None, dtype=None, **fields) -> IRNode:
+        node = IRNode(id=len(self.nodes), kind=kind, op=op, args=list(args), shape=shape, dtype=dtype, **fields)
         if self.current is not None and not node.origin:
             node.origin = _packet(self.current.target)
         self.nodes.append(node)
         return node
 
-    def pw(self, op: str, *operands, params: dict | None = None, shape=None, dtype=None) -> Node:
+    def pw(self, op: str, *operands, params: dict | None = None, shape=None, dtype=None) -> IRNode:
         """A pointwise node; shape is the broadcast of the tensor operands unless given."""
         if op not in exprs.SUPPORTED:
             raise Unsupported(f"pointwise op {op} has no Triton form in the library")
-        tensors = [a for a in operands if isinstance(a, Node) and a.is_tensor]
+        tensors = [a for a in operands if isinstance(a, IRNode) and a.is_tensor]
         for a in tensors:
             if a.dtype is not None and not (a.dtype.is_floating_point or a.dtype == torch.bool):
                 raise Unsupported(f"{op} reads a {a.dtype} tensor; the library handles float tensors only")
@@ -58,7 +58,7 @@ class Lowering:
             dtype = torch.bool if op in exprs.BOOLEAN_OPS else _float_dtype(tensors)
         return self.add(POINTWISE, op, list(operands), params=params or {}, shape=tuple(shape), dtype=dtype)
 
-    def reduce(self, kind: str, x: Node, dims, keepdim: bool, *, shape=None, dtype=None) -> Node:
+    def reduce(self, kind: str, x: IRNode, dims, keepdim: bool, *, shape=None, dtype=None) -> IRNode:
         dims = normalize_dims(dims, len(x.shape))
         if x.dtype is not None and not x.dtype.is_floating_point:
             raise Unsupported(f"{kind}-reduction of a {x.dtype} tensor; the library reduces float tensors only")
@@ -67,14 +67,14 @@ class Lowering:
         return self.add(REDUCE, kind, [x], shape=shape or out_shape, dtype=dtype or x.dtype,
                         dims=dims, keepdim=keepdim)
 
-    def squeeze(self, x: Node, dims: tuple[int, ...], keepdim: bool, like=None) -> Node:
+    def squeeze(self, x: IRNode, dims: tuple[int, ...], keepdim: bool, like=None) -> IRNode:
         """The logical squeeze at the end of a decomposed keepdim=False reduction."""
         if keepdim:
             return x
         shape = tuple(s for i, s in enumerate(x.shape) if i not in dims)
         return self.pw("squeeze", x, params={"dims": tuple(dims)}, shape=shape, dtype=like or x.dtype)
 
-    def host(self, target, args: list, kwargs: dict | None = None, *, shape=None, dtype=None) -> Node:
+    def host(self, target, args: list, kwargs: dict | None = None, *, shape=None, dtype=None) -> IRNode:
         return self.add(HOST, _packet(target), args, shape=shape, dtype=dtype, target=target, kwargs=kwargs or {})
 
     # -- walking -------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def _overload(target) -> str:
     return getattr(target, "_overloadname", "")
 
 
-def _float_dtype(tensors: list[Node]):
+def _float_dtype(tensors: list[IRNode]):
     floats = [a.dtype for a in tensors if a.dtype is not None and a.dtype.is_floating_point]
     if not floats:
         return torch.float32
@@ -134,9 +134,9 @@ def normalize_dims(dims, rank: int) -> tuple[int, ...]:
     return out
 
 
-def matmul_node(lw: Lowering, a: Node, b: Node, fx_node) -> Node:
+def matmul_node(lw: Lowering, a: IRNode, b: IRNode, fx_node) -> IRNode:
     for x in (a, b):
-        if not isinstance(x, Node) or not x.is_tensor or len(x.shape) < 2:
+        if not isinstance(x, IRNode) or not x.is_tensor or len(x.shape) < 2:
             raise Unsupported("matmul with a 1-D operand is not in the library")
         if not x.dtype.is_floating_point:
             raise Unsupported(f"matmul of {x.dtype} tensors is not in the library")
