@@ -250,3 +250,42 @@ def test_the_cycle_finder_finds_a_function_level_cycle(tmp_path):
     (package / "c.py").write_text("from . import a\n")
     assert module_graph(tmp_path)["tune.c"] == {"tune.a"}
     assert cycles(module_graph(tmp_path)) == [frozenset({"tune.a", "tune.b"})]
+
+
+# Public class names defined in more than one module, each with why it stays. Every other one fails.
+SHARED_CLASS_NAMES = {
+    "ModelNew": "the worked examples in agents/prompts/examples are candidate programs, not package code",
+    "Finding": "judge/candidate_kinds (a forbidden construct) vs profile/findings (a profiler finding): "
+               "left for a later rename pass (CandidateFinding), both files are busy in other branches",
+    "Limits": "search/budget (run budgets) vs mcp/validation (request limits): left for a later rename pass",
+}
+# names issue 15 found meaning two or three things: now each is defined once (or not at all)
+ONE_MEANING = ("Session", "Strategy", "make_strategy", "Budget", "Node", "describe_problem")
+
+
+def top_level_definitions(root: Path = ROOT) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in sorted((root / "kernelwright").rglob("*.py")):
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(".".join(_module_of(path, root)))
+    return found
+
+
+def test_a_class_name_means_one_thing():
+    found = top_level_definitions()
+    shared = {name: where for name, where in found.items() if len(where) > 1 and name[:1].isupper()}
+    unexplained = {name: where for name, where in shared.items() if name not in SHARED_CLASS_NAMES}
+    assert not unexplained, f"class names defined in several modules (rename one): {unexplained}"
+
+
+def test_the_names_issue_15_found_mean_one_thing_each():
+    found = top_level_definitions()
+    assert {name: found[name] for name in ONE_MEANING if len(found.get(name, [])) > 1} == {}
+
+
+def test_the_name_check_sees_a_class_defined_twice(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / "kernelwright" / name).mkdir(parents=True)
+        (tmp_path / "kernelwright" / name / "m.py").write_text("class Thing:\n    pass\n\n\ndef _private():\n    pass\n")
+    assert top_level_definitions(tmp_path) == {"Thing": ["kernelwright.a.m", "kernelwright.b.m"]}
