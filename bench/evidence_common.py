@@ -97,8 +97,8 @@ def fmt(value, spec: str = ".3f") -> str:
 
 def print_table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = [" | ".join(str(c).ljust(w) for c, w in zip(header, widths)), "-+-".join("-" * w for w in widths)]
-    lines += [" | ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
+    lines = [" | ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=False)), "-+-".join("-" * w for w in widths)]
+    lines += [" | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=False)) for row in rows]
     text = "\n".join(lines)
     print(text, flush=True)
     return text

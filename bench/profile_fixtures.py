@@ -323,7 +323,7 @@ def trim_source_page(text: str, rows: int = SOURCE_PAGE_ROWS) -> str:
     if not starts:
         return text
     kept = lines[: starts[0]]
-    for start, stop in zip(starts, starts[1:] + [len(lines)]):
+    for start, stop in zip(starts, starts[1:] + [len(lines)], strict=False):
         block = lines[start:stop]
         if len(block) < 2:
             kept += block
@@ -449,7 +449,7 @@ def main(argv: list[str]) -> int:
             print(f"[{time.perf_counter() - start:6.1f}s] {name} ...", flush=True)
             try:
                 result = run_case(name, root / name)
-            except Exception as exc:  # record and go on: one broken case must not lose the others
+            except Exception as exc:  # noqa: BLE001 -- record and go on: one broken case must not lose the others
                 result = {"case": name, "error": f"{type(exc).__name__}: {exc}"}
             results.append(result)
             print(json.dumps({k: result.get(k) for k in ("case", "expected", "got", "correct", "ncu_overhead_s")}),

@@ -168,7 +168,7 @@ def rate(metric: str, work: float, ms: float | None) -> float | None:
 def copy_bandwidth_gbps() -> float:
     src = torch.empty(2 ** 28, dtype=torch.float32, device="cuda").uniform_()
     dst = torch.empty_like(src)
-    ms, _ = bench_ms(lambda: dst.copy_(src), "cuda", 25, 300)
+    ms, _ = bench_ms(lambda: dst.copy_(src), "cuda", 25, 300)  # noqa: F821 -- timed before the `del` below
     moved = 2 * src.numel() * src.element_size()
     del src, dst
     torch.cuda.empty_cache()
@@ -209,16 +209,16 @@ def sweep(name: str, out_dir: Path, deadline: float, limits, smoke: bool = False
                                                "error": m.error, "resources": m.resources, "method": m.method}
             measured += len(chunk)
             print(f"  {name}: {measured}/{len(order)} measured, {time.monotonic() - started:.0f}s", flush=True)
-        work = work_of(metric, problem, evaluator)
+        work = work_of(metric, problem, evaluator)  # noqa: F821 -- deleted only in `finally`
         reference = problem.make_model(0, device=device)
         with torch.no_grad():
-            baseline_ms, _ = bench_ms(lambda: reference(*evaluator.inputs), device, 25, 300)
+            baseline_ms, _ = bench_ms(lambda: reference(*evaluator.inputs), device, 25, 300)  # noqa: F821 -- deleted only in `finally`
             best = min((r for r in table.values() if r["status"] == "pass"), key=lambda r: r["time_ms"], default=None)
             best_ms = None
             if best is not None:  # re-time the winner with more repetitions
                 path = evaluator.instance_path(template, best["params"])
                 model = problem.make_model(0, device=device, cls=load_module(path).ModelNew)
-                best_ms, _ = bench_ms(lambda: model(*evaluator.inputs), device, 25, 300)
+                best_ms, _ = bench_ms(lambda: model(*evaluator.inputs), device, 25, 300)  # noqa: F821 -- deleted only in `finally`
     finally:
         evaluator.close()
         del evaluator
@@ -276,7 +276,7 @@ def main() -> int:
             continue
         try:
             r = sweep(name, out_dir, deadline, limits, smoke=args.smoke)
-        except Exception as exc:  # record and go on: one broken sweep must not lose the others
+        except Exception as exc:  # noqa: BLE001 -- record and go on: one broken sweep must not lose the others
             summary["sweeps"][name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
             print(f"{name}: ERROR {exc}", flush=True)
             continue

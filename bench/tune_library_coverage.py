@@ -64,7 +64,7 @@ def main() -> int:
             except NoTemplate as exc:
                 rows[key] = {"matched": False, "reason": str(exc).split(": ", 1)[-1]}
                 continue
-            except Exception as exc:  # a problem that does not even load
+            except Exception as exc:  # noqa: BLE001 -- a problem that does not even load
                 rows[key] = {"matched": False, "reason": f"{type(exc).__name__}: {exc}"}
                 continue
             candidate = args.out / "instances" / f"level{level}_{path.stem}.py"

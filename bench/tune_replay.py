@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelwright.tune.replay import load_sweep, markdown_table, strategy_shares  # noqa: E402
-from kernelwright.tune.search import STRATEGIES  # noqa: E402
+from kernelwright.tune.strategies import TUNE_STRATEGIES  # noqa: E402
 
 
 def main() -> int:
@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("folder", type=Path, help="folder with the sweep JSON files (and summary.json)")
     parser.add_argument("--seeds", type=int, default=50, help="seeds per strategy (random, tpe, cmaes)")
     parser.add_argument("--gp-seeds", type=int, default=20, help="seeds for gp (slowest to replay)")
-    parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    parser.add_argument("--strategies", nargs="*", default=list(TUNE_STRATEGIES))
     parser.add_argument("--fractions", nargs="*", type=float, default=[0.10, 0.25])
     args = parser.parse_args()
     files = sorted(p for p in args.folder.glob("*.json") if p.name not in ("summary.json", "tune_replay.json"))

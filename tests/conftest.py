@@ -15,7 +15,7 @@ def _cuda_available() -> bool:
         import torch
 
         return torch.cuda.is_available()
-    except Exception:  # torch missing or broken: no GPU either way
+    except Exception:  # noqa: BLE001 -- torch missing or broken: no GPU either way
         return False
 
 

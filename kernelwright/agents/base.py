@@ -102,10 +102,12 @@ class Agent:
         return ParseFailure(agent=self.name, reason=reason, feedback=feedback)
 
     def retry_request(self, ctx: AgentContext, answer: str, failure: ParseFailure) -> CompletionRequest:
-        """The original request plus the unusable answer and the feedback, to ask once more."""
+        """The original request plus the unusable answer and the feedback, to ask once more (the
+        engine's re-ask after a ParseFailure)."""
         request = self.request(ctx)
-        request.messages += [Message("assistant", answer or "(empty answer)"), Message("user", failure.feedback)]
-        request.metadata["retry_of_parse_failure"] = failure.reason
+        feedback = getattr(failure, "feedback", "") or getattr(failure, "reason", "") or str(failure)
+        request.messages += [Message("assistant", answer or "(empty answer)"), Message("user", feedback)]
+        request.metadata["retry_of_parse_failure"] = getattr(failure, "reason", "") or feedback
         return request
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from kernelwright.problem.pysource import dotted_name, import_aliases, imported_modules, qualified
+
 # torch functions that do the reference's heavy lifting; calling them in forward hands work back
 _TORCH_COMPUTE = frozenset(
     "matmul mm bmm addmm baddbmm einsum linear conv1d conv2d conv3d conv_transpose1d conv_transpose2d "
@@ -51,7 +53,7 @@ def check_candidate(source: str, backend: str) -> CodeCheck:
         result.errors.append(f"`ModelNew` (line {model.lineno}) has no `forward` method")
     _check_backend(tree, backend, result)
     if model is not None:
-        _check_forward(model, _imports(tree)[1], result)
+        _check_forward(model, import_aliases(tree), result)
     return result
 
 
@@ -64,53 +66,15 @@ def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
                 None)
 
 
-def _dotted(node: ast.AST) -> str:
-    """`a.b.c` for an attribute chain or a name ('' for anything else)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
-
-
-def _imports(tree: ast.Module) -> tuple[set[str], dict[str, str]]:
-    """(imported module names, local alias -> fully qualified name)."""
-    modules, aliases = set(), {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                modules.add(alias.name)
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:  # `import a.b` binds `a`
-                    aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            modules.add(node.module)
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return modules, aliases
-
-
-def _qualified(node: ast.AST, aliases: dict[str, str]) -> str:
-    name = _dotted(node)
-    head, _, rest = name.partition(".")
-    if head in aliases:
-        return aliases[head] + ("." + rest if rest else "")
-    return name
-
-
 def _check_backend(tree: ast.Module, backend: str, result: CodeCheck) -> None:
-    modules, aliases = _imports(tree)
+    modules, aliases = imported_modules(tree), import_aliases(tree)
     if backend == "triton":
         if not any(m == "triton" or m.startswith("triton.") for m in modules):
             result.errors.append("the triton backend needs `import triton` (and `triton.language as tl`)")
         if not _has_triton_kernel(tree, aliases):
             result.errors.append("no `@triton.jit` kernel found: the work of forward must run in a Triton kernel")
     elif backend == "cuda":
-        calls = {_qualified(n.func, aliases) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        calls = {qualified(dotted_name(n.func), aliases) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         if "torch.utils.cpp_extension.load_inline" not in calls:
             result.errors.append("the cuda backend compiles its kernels with "
                                  "`torch.utils.cpp_extension.load_inline(...)`; no such call was found")
@@ -124,7 +88,7 @@ def _has_triton_kernel(tree: ast.Module, aliases: dict[str, str]) -> bool:
             continue
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if _qualified(target, aliases) in ("triton.jit", "triton.runtime.jit.jit"):
+            if qualified(dotted_name(target), aliases) in ("triton.jit", "triton.runtime.jit.jit"):
                 return True
     return False
 
@@ -146,16 +110,16 @@ def _forward_issue(node: ast.AST, aliases: dict[str, str], layers: set[str], par
         return f"line {node.lineno}: `@` in forward runs a PyTorch matmul; do the product in your kernel"
     if not isinstance(node, ast.Call):
         return None
-    written = _dotted(node.func)
-    qualified = _qualified(node.func, aliases).split(".")
+    written = dotted_name(node.func)
+    full = qualified(written, aliases).split(".")
     parts = written.split(".")
-    if len(qualified) >= 2 and qualified[0] == "torch" and qualified[-1] in _TORCH_COMPUTE:
+    if len(full) >= 2 and full[0] == "torch" and full[-1] in _TORCH_COMPUTE:
         return (f"line {node.lineno}: `{written}(...)` in forward is a PyTorch compute op: the judge counts it "
                 "as torch work (some rule sets reject any; all reject a forward that hands back all of it)")
     if len(parts) == 2 and parts[0] == "self" and parts[1] in layers:
         return (f"line {node.lineno}: `{written}(...)` runs an nn layer in forward; pass its parameters "
                 f"(`{written}.weight`, `{written}.bias`) to your own kernel instead")
-    if "Stream" in parts[-1] and "cuda" in qualified:
+    if "Stream" in parts[-1] and "cuda" in full:
         return f"line {node.lineno}: `{written}` creates a side stream; launch on the current stream"
     if len(parts) == 2 and parts[0] in params and parts[1].endswith("_") and not parts[1].startswith("_"):
         return f"line {node.lineno}: `{written}(...)` writes into an input in place; inputs must stay unchanged"
@@ -168,10 +132,10 @@ def _nn_layer_attributes(model: ast.ClassDef) -> set[str]:
     for node in ast.walk(model):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
-        callee = _dotted(node.value.func).split(".")[-1]
+        callee = dotted_name(node.value.func).split(".")[-1]
         if not callee.startswith(_NN_LAYER_PREFIXES):
             continue
         for target in node.targets:
-            if isinstance(target, ast.Attribute) and _dotted(target.value) == "self":
+            if isinstance(target, ast.Attribute) and dotted_name(target.value) == "self":
                 layers.add(target.attr)
     return layers

@@ -30,7 +30,7 @@ def _encoder():
         import tiktoken
 
         return tiktoken.get_encoding("cl100k_base")
-    except Exception:  # not installed, or its encoding file cannot be fetched offline
+    except Exception:  # noqa: BLE001 -- not installed, or its encoding file cannot be fetched offline
         return None
 
 

@@ -1,4 +1,5 @@
-"""The Jinja environment of the prompts: user folders first, the built-in folder last.
+"""The Jinja environment of the prompts: user folders first, the built-in folder last, read into
+memory when the environment is made (an agent is built).
 
 A user folder overrides a built-in template by file name (e.g. a `planner.md.j2` of your own),
 everything it does not define falls through to the built-ins. StrictUndefined makes a misspelt
@@ -30,15 +31,43 @@ def prompt_search_path(prompt_dirs: Iterable[Path | str] | None) -> list[Path]:
     return folders
 
 
+class SnapshotLoader(jinja2.BaseLoader):
+    """Every file of the prompt folders, read once when the agent is built (a user folder's file
+    shadows a built-in one of the same name): rendering never touches the disk, so a prompt file
+    edited during a run cannot change what the engine asks."""
+
+    def __init__(self, folders: list[Path]):
+        self.searchpath = [str(f) for f in folders]
+        self.files: dict[str, tuple[str, str]] = {}  # name -> (text, path)
+        for folder in folders:
+            for path in sorted(folder.rglob("*")):
+                name = path.relative_to(folder).as_posix()
+                if name in self.files or not path.is_file() or "__pycache__" in path.parts:
+                    continue
+                try:
+                    self.files[name] = (path.read_text(encoding="utf-8"), str(path))
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise PromptTemplateError(f"prompt file {path} cannot be read: {exc}") from None
+
+    def get_source(self, environment: jinja2.Environment, template: str):
+        if template not in self.files:
+            raise jinja2.TemplateNotFound(template)
+        text, path = self.files[template]
+        return text, path, lambda: True
+
+    def list_templates(self) -> list[str]:
+        return sorted(self.files)
+
+
 def make_environment(prompt_dirs: Iterable[Path | str] | None = None) -> jinja2.Environment:
-    loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(d)) for d in prompt_search_path(prompt_dirs)])
     return jinja2.Environment(
-        loader=loader,
+        loader=SnapshotLoader(prompt_search_path(prompt_dirs)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
 
 
@@ -71,6 +100,5 @@ def render(env: jinja2.Environment, template_name: str, /, **variables) -> str:
 
 
 def _where(env: jinja2.Environment) -> str:
-    loaders = getattr(env.loader, "loaders", [env.loader])
-    paths = [p for loader in loaders for p in getattr(loader, "searchpath", [])]
+    paths = getattr(env.loader, "searchpath", [])
     return ", ".join(paths) or "the configured prompt folders"

@@ -4,7 +4,7 @@ It sees the reference and the kernel (with its verdict, and on a retry why the l
 default instance did not behave like the kernel); it answers with the kernel rewritten in the
 template format of kernelwright.tune.template (KW_TUNE declaration, parameters read from
 KW_PARAMS). `parse` returns a `Template`; the judge then checks the default instance against the
-original (tune.template.verify_default) before any tuning.
+original (tune.verify.verify_default) before any tuning.
 """
 from __future__ import annotations
 

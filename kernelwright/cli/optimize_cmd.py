@@ -116,6 +116,7 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
     file_rules = section.pop("rules", None)
     rules = rules or file_rules  # --rules, else [optimize] rules, else [judge] rules
     file_target = section.pop("target", None)
+    prompt_dirs = _prompt_dirs(section.pop("prompts", []), config_file)
     target = target or file_target
     if backend not in ("triton", "cuda"):
         raise UsageError(f"--backend must be triton or cuda, not {backend!r}")
@@ -136,7 +137,24 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
                       config_file=config_file, backend=backend, settings=settings, limits=budget,
                       judge=judge, overrides=sizes, run_dir=run_dir, workspace=workspace,
                       eval_mode=eval_mode, eval_workers=eval_workers or 1, skill_dirs=skill_dirs, seed=seed,
-                      target=target)
+                      target=target, prompt_dirs=prompt_dirs)
+
+
+def _prompt_dirs(value: Any, config_file: str | None) -> list[str]:
+    """`[optimize] prompts`: folders (relative to the config file) whose prompt files override the
+    built-in ones by name; checked now, before any run folder exists."""
+    from kernelwright.agents.templates import PromptTemplateError, prompt_search_path
+
+    folders = [value] if isinstance(value, str) else value
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise UsageError(f"[optimize] prompts must be a folder or a list of folders, not {value!r}")
+    base = Path(config_file).parent if config_file else Path.cwd()
+    folders = [str(base / Path(f).expanduser()) for f in folders]
+    try:
+        prompt_search_path(folders)
+    except PromptTemplateError as exc:
+        raise UsageError(f"[optimize] prompts: {exc}") from None
+    return folders
 
 
 def suite_problems(target: Path) -> list[Path] | None:

@@ -27,7 +27,7 @@ def profile(
         overrides = dict(parse_override(s) for s in set_)
     except ProblemError as exc:
         console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -85,7 +85,7 @@ def list_runs(folder: str = typer.Option("kw-runs", "--dir", help="workspace fol
         try:
             with RunStore(db, create=False) as store:
                 rows += [(db.parent, with_shown_status(run, db.parent)) for run in store.runs()]
-        except (StoreError, Exception) as exc:  # a broken file must not hide the others
+        except (StoreError, Exception) as exc:  # noqa: BLE001 -- a broken file must not hide the others
             errors.print(f"[yellow]skipped {db}: {escape(str(exc))}[/]", soft_wrap=True)
     rows.sort(key=lambda item: item[1]["created"])
     if json_out:

@@ -75,7 +75,7 @@ def review_cmd(path: Path, reviewer: str = typer.Option(None, help="Who reviewed
         skill = review(path, reviewer)
     except SkillFormatError as exc:
         console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     console.print(f"[green]trusted[/] {skill.name}")
 
 

@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from kernelwright.tune.search import CHOICES
+from kernelwright.tune.strategies import CHOICES
 
 console = Console()
 EXIT_PASS, EXIT_NONE, EXIT_USAGE = 0, 1, 2

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from ..files import atomic_write
 from .api import SourceText
 from .config import JudgeConfig
 from .pool import JudgeJob, JudgePool
@@ -79,17 +78,6 @@ def write_request(folder: str | Path, name: str, problem: str | Path | SourceTex
     path = folder / f"{name}{REQUEST_SUFFIX}"
     atomic_write(path, json.dumps(data, indent=1))
     return path
-
-
-def atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def request_name(path: Path) -> str:

@@ -49,7 +49,8 @@ def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
 
 def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
     """Profile what asked for it (see the module docstring); returns the names profiled."""
-    from .batch import atomic_write, read_request, request_name, verdict_path
+    from ..files import atomic_write
+    from .batch import read_request, request_name, verdict_path
 
     queues = [candidates(Path(f)) for f in folders]
     ordered = [item for row in zip_longest(*queues) for item in row if item is not None]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ..problem.pysource import attribute_chain, import_aliases, qualified
+
 # dotted prefixes -> (flag code, why)
 _FORBIDDEN = {
     "torch.compile": ("torch_op", "torch.compile hands the work to inductor, which writes the kernels"),
@@ -44,36 +46,13 @@ def backend_of(source: str) -> str:
     return "torch"
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _aliases(tree: ast.AST) -> dict[str, str]:
-    """Local names bound by imports: `from torch import compile as c` makes c mean torch.compile."""
-    names = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
-    return names
-
-
 def scan(source: str) -> list[Finding]:
     """Forbidden constructs with their line; an unparsable source yields none (load reports it)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    aliases = _aliases(tree)
+    aliases = import_aliases(tree)
     findings, seen = [], set()
     for node in ast.walk(tree):
         what = _resolve(node, aliases)
@@ -96,9 +75,8 @@ def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
     elif isinstance(node, ast.Import):
         dotted = [a.name for a in node.names]
     elif isinstance(node, (ast.Attribute, ast.Name)):
-        text = _dotted(node)
-        head, _, rest = text.partition(".")
-        dotted = [aliases.get(head, head) + (f".{rest}" if rest else "")] if text else []
+        text = attribute_chain(node)
+        dotted = [qualified(text, aliases)] if text else []
     else:
         return None
     for name in dotted:

@@ -223,7 +223,7 @@ def write_device_file(folder: str | os.PathLike, device: str = "auto", measure_p
                       log=None) -> Path:
     """Record this machine's device in `folder` (first contact of a batch folder); kept when the
     file already describes this device with measured peaks."""
-    from .batch import atomic_write
+    from ..files import atomic_write
 
     folder = Path(folder)
     path = folder / DEVICE_FILE

@@ -21,7 +21,7 @@ class Reservation:
 
 
 @dataclass
-class Budget:
+class LLMBudget:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_usd: float | None = None
@@ -31,7 +31,7 @@ class Budget:
     _reserved: list[Reservation] = field(default_factory=list, repr=False)
 
     @classmethod
-    def from_config(cls, config: BudgetConfig) -> "Budget":
+    def from_config(cls, config: BudgetConfig) -> "LLMBudget":
         return cls(config.max_calls, config.max_tokens, config.max_usd)
 
     def reserve(self, request: CompletionRequest, price: Price | None) -> Reservation:

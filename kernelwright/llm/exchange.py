@@ -13,13 +13,13 @@ AnswerPending while no non-empty answer exists. The run stops cleanly; after ans
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from string import Template
+
+from kernelwright.files import atomic_write
 
 from .errors import AnswerPending, ConfigError
 from .provider import Provider
@@ -111,8 +111,8 @@ class ExchangeProvider(Provider):
         sidecar = {"hash": request_hash, "model": self.model, "created_at": created_at,
                    "prompt_file": paths["prompt"].name, "answer_file": paths["answer"].name,
                    "request": request.to_dict()}
-        _write_atomic(paths["request"], json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n")
-        _write_atomic(paths["prompt"], render_prompt(request, request_hash, created_at, paths))
+        atomic_write(paths["request"], json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n")
+        atomic_write(paths["prompt"], render_prompt(request, request_hash, created_at, paths))
 
 
 def render_prompt(request: CompletionRequest, request_hash: str, created_at: str,
@@ -132,15 +132,3 @@ def render_prompt(request: CompletionRequest, request_hash: str, created_at: str
         stop=", ".join(f"`{s}`" for s in request.stop) if request.stop else "none",
         created_at=created_at, answer_name=paths["answer"].name,
         request_name=paths["request"].name, messages=sections.rstrip() + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a prompt."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -31,7 +31,7 @@ class Provider(ABC):
         price = self.price
         return price.cost(input_tokens, output_tokens) if price else 0.0
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 -- optional hook: most providers hold nothing to close
         """Release network clients; the default has nothing to release."""
 
     def __repr__(self) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Mapping
 
-from .budget import Budget
+from .budget import LLMBudget
 from .config import LLMConfig
 from .errors import ConfigError
 from .provider import Provider
@@ -58,7 +58,7 @@ class Router:
         self.config = config if config is not None else LLMConfig.load()
         self.default_spec = default_spec or self.config.default
         self.role_specs = {**self.config.roles, **(role_specs or {})}
-        self.budget = Budget.from_config(self.config.budget)
+        self.budget = LLMBudget.from_config(self.config.budget)
         self.on_call = on_call
         self._sleep = sleep
         self._by_role: dict[str, Provider] = dict(providers or {})

@@ -26,12 +26,12 @@ def local_encoder() -> Callable[[list[str]], Sequence[Sequence[float]]] | None:
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(envvars.get(MODEL_ENV) or DEFAULT_MODEL, local_files_only=True)
-    except Exception:  # no model cached, an old library, a broken install: BM25 it is
+    except Exception:  # noqa: BLE001 -- no model cached, an old library, a broken install: BM25 it is
         return None
     return lambda texts: model.encode(list(texts), normalize_embeddings=True).tolist()
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0

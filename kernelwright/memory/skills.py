@@ -155,7 +155,7 @@ def split_front_matter(text: str, path: Path | str) -> tuple[dict[str, Any], str
     lines = text.lstrip("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         raise SkillFormatError(f"{path}: a skill file must start with a '---' front matter line")
-    for end, line in enumerate(lines[1:], start=1):
+    for end, line in enumerate(lines[1:], start=1):  # noqa: B007 -- `end` is read after the loop
         if line.strip() == "---":
             break
     else:
@@ -331,7 +331,7 @@ class SkillLibrary:
             if self._vectors is None:
                 self._vectors = [list(v) for v in self.encoder([s.search_text() for s in self.skills])]
             query_vec = list(self.encoder([query])[0])
-        except Exception:  # a broken model must not break retrieval: keep the BM25 order
+        except Exception:  # noqa: BLE001 -- a broken model must not break retrieval: keep the BM25 order
             return ranked
         by_cosine = sorted(ranked, key=lambda i: -cosine(query_vec, self._vectors[i]))
         fused = {i: 1 / (60 + r) for r, i in enumerate(ranked)}

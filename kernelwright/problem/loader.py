@@ -14,9 +14,12 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import ProblemError, wrap
+
+if TYPE_CHECKING:  # shrink.py imports torch at import time: imported when shrinking
+    from .shrink import ShrinkBudget
 
 REQUIRED_PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -126,7 +129,7 @@ def exec_module(path: Path, source: str, overrides: dict[str, Any], name: str) -
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         try:
             exec(code, module.__dict__)
-        except Exception as exc:  # user code: any error becomes a ProblemError with its line
+        except Exception as exc:  # noqa: BLE001 -- user code: any error becomes a ProblemError with its line
             raise wrap(exc, path, "running the module") from None
         hits = _assigned_names(stmt) & overrides.keys()
         for key in hits:
@@ -156,7 +159,7 @@ def read_source(path: str | Path) -> tuple[Path, str]:
 def load_problem(
     path: str | Path,
     overrides: dict[str, Any] | None = None,
-    shrink: bool | "ShrinkBudget" | None = None,
+    shrink: bool | ShrinkBudget | None = None,
 ) -> Problem:
     """Load a KernelBench problem; `shrink=True` fits its sizes to a CPU budget (see shrink.py)."""
     path, source = read_source(path)
@@ -173,7 +176,7 @@ def load_problem(
         from .shrink import ShrinkBudget, shrink_problem
 
         budget = shrink if isinstance(shrink, ShrinkBudget) else ShrinkBudget()
-        problem = shrink_problem(problem, budget)
+        problem = shrink_problem(problem, budget, load_problem)
     return problem
 
 

@@ -152,3 +152,13 @@ def work_counts(ops) -> Counter:
 def compute_ops(ops) -> set[str]:
     """The ops among `ops` whose kind is heavy compute (not elementwise or bookkeeping)."""
     return {name for name in ops if op_kind(name) in COMPUTE_KINDS}
+
+
+def forward_op_kinds(problem) -> list[str]:
+    """The op kinds of one forward of `problem`'s reference (a `problem.Problem`), recorded on the
+    meta device: nothing is computed, whatever the sizes."""
+    with torch.device("meta"):
+        torch.manual_seed(0)
+        model = problem.Model(*problem.init_inputs(0))
+        inputs = list(problem.module.get_inputs())
+    return sorted(op_kinds(record_aten_ops(model, *inputs)))

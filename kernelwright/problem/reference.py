@@ -26,6 +26,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .pysource import attribute_chain, import_aliases, qualified
+
 KINDS = ("torch", "triton", "cuda")
 _TRITON_DECORATORS = ("jit", "autotune", "heuristics")
 _EXTENSION_BUILDERS = ("load_inline", "load")
@@ -73,35 +75,10 @@ class ReferenceInfo:
         return cls(**{k: v for k, v in (data or {}).items() if k in known})
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def _imported_names(tree: ast.AST) -> dict[str, str]:
-    """Local name -> what it was imported as (`from triton import jit` makes jit mean triton.jit)."""
-    names = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name] = alias.name
-    return names
-
-
 def _resolve(node: ast.AST, imported: dict[str, str]) -> str:
     if isinstance(node, ast.Call):
         node = node.func
-    text = _dotted(node)
-    head, _, rest = text.partition(".")
-    return imported.get(head, head) + (f".{rest}" if rest else "")
+    return qualified(attribute_chain(node), imported)
 
 
 def _is_triton_decorator(name: str) -> bool:
@@ -125,7 +102,7 @@ def scan_source(source: str) -> ReferenceInfo:
         tree = ast.parse(source)
     except SyntaxError:
         return ReferenceInfo()
-    imported = _imported_names(tree)
+    imported = import_aliases(tree)
     info = ReferenceInfo()
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):

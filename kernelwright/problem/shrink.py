@@ -9,6 +9,7 @@ The resulting overrides are recorded in the Problem and in every verdict.
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 from dataclasses import dataclass
 
 
@@ -48,13 +49,12 @@ def _fits(fp: Footprint, budget: ShrinkBudget) -> bool:
     return fp.bytes <= budget.max_bytes and fp.flops <= budget.max_flops
 
 
-def shrink_problem(problem, budget: ShrinkBudget):
-    """Return the problem reloaded with halved size constants until it fits `budget`."""
-    from .loader import load_problem
-
+def shrink_problem(problem, budget: ShrinkBudget, load_problem: Callable[..., Any]):
+    """Return the problem reloaded with halved size constants (`load_problem(path, overrides)`, the
+    loader's, passed in so this module needs no import of it) until it fits `budget`."""
     try:
         footprint = measure(problem)
-    except Exception as exc:  # a model meta cannot run: keep sizes, say why
+    except Exception as exc:  # noqa: BLE001 -- a model meta cannot run: keep sizes, say why
         raise ProblemError(f"cannot measure the problem's size on the meta device to shrink it: {exc}",
                            path=problem.path) from None
     overrides = dict(problem.overrides)
@@ -69,7 +69,7 @@ def shrink_problem(problem, budget: ShrinkBudget):
         try:
             candidate = load_problem(problem.path, trial)
             footprint_next = measure(candidate)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- user code: a size whose halving breaks the model stays
             frozen.add(name)  # halving this one breaks the model: keep it
             continue
         overrides, current, footprint = trial, candidate, footprint_next

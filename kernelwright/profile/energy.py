@@ -72,7 +72,7 @@ def integrate(samples: list[tuple[float, float]], start: float, end: float) -> f
     points = sorted(samples)
     inside = [(t, w) for t, w in points if start < t < end]
     curve = [(start, _power_at(points, start))] + inside + [(end, _power_at(points, end))]
-    return sum((t1 - t0) * (w0 + w1) / 2.0 for (t0, w0), (t1, w1) in zip(curve, curve[1:]))
+    return sum((t1 - t0) * (w0 + w1) / 2.0 for (t0, w0), (t1, w1) in zip(curve, curve[1:], strict=False))
 
 
 @dataclass
@@ -92,7 +92,7 @@ class PowerSampler:
         while not self._stop.is_set():
             try:
                 self.samples.append((time.perf_counter(), float(self.read_watts())))
-            except Exception as exc:  # a failing driver call ends sampling, it must not kill the run
+            except Exception as exc:  # noqa: BLE001 -- a failing driver call ends sampling, it must not kill the run
                 self.errors.append(str(exc))
                 return
             self._stop.wait(self.period_s)
@@ -160,7 +160,7 @@ class EnergyMeter:
         try:
             pynvml, handle = _nvml_handle(self.torch_index)
             self._nvml = (pynvml, handle)
-        except Exception as exc:  # no pynvml, no driver, no such device
+        except Exception as exc:  # noqa: BLE001 -- no pynvml, no driver, no such device
             self.note = f"NVML unavailable ({type(exc).__name__}: {exc})"
             self._open_smi()
             return
@@ -168,7 +168,7 @@ class EnergyMeter:
             start = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
             self._energy_mj = (float(start), float("nan"))
             self.method = "nvml-energy"
-        except Exception:  # counter not supported on this GPU: integrate power instead
+        except Exception:  # noqa: BLE001 -- counter not supported on this GPU: integrate power instead
             self.method = "nvml-power"
         self._sampler = PowerSampler(lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0, self.period_s)
         self._sampler.start()
@@ -201,7 +201,7 @@ class EnergyMeter:
             try:
                 pynvml, handle = self._nvml
                 self._energy_mj = (self._energy_mj[0], float(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- any driver failure falls back to integrated power, and says so
                 self.note = f"energy counter read failed ({exc}); integrated power instead"
                 self._energy_mj, self.method = None, "nvml-power"
         if self._sampler:

@@ -139,9 +139,9 @@ def parse_raw_csv(text: str) -> list[KernelProfile]:
 
 
 def _profile(header: list[str], units: list[str], row: list[str]) -> KernelProfile:
-    cells = dict(zip(header, row))
+    cells = dict(zip(header, row, strict=False))
     metrics: dict[str, float] = {}
-    for name, unit, cell in zip(header, units, row):
+    for name, unit, cell in zip(header, units, row, strict=False):
         if name in FIXED_COLUMNS:
             continue
         value = parse_number(cell)
@@ -203,7 +203,7 @@ def _merge(group: list[KernelProfile]) -> KernelProfile:
     names = {name for p in group for name in p.metrics}
     metrics = {}
     for name in names:
-        pairs = [(p.metrics[name], w) for p, w in zip(group, weights) if name in p.metrics]
+        pairs = [(p.metrics[name], w) for p, w in zip(group, weights, strict=False) if name in p.metrics]
         metrics[name] = sum(v * w for v, w in pairs) / sum(w for _, w in pairs)
     first = group[0]
     durations = [p.duration_ns for p in group if p.duration_ns is not None]

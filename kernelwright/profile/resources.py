@@ -12,10 +12,10 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-_ENTRY = re.compile(r"^ptxas\S*\s+info\s+:\s+Compiling entry function '([^']+)'")
-_PROPS = re.compile(r"^ptxas\S*\s+info\s+:\s+Function properties for (\S+)")
+_ENTRY = re.compile(r"(?:^|\s)ptxas\S*\s+info\s+:\s+Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"(?:^|\s)ptxas\S*\s+info\s+:\s+Function properties for '?([^'\s]+)'?")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"^ptxas\S*\s+info\s+:\s+Used (\d+) registers(.*)$")
+_USED = re.compile(r"(?:^|\s)ptxas\S*\s+info\s+:\s+Used (\d+) registers(.*)$")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _RES_FUNC = re.compile(r"^\s*Function (\S+):\s*$")
@@ -50,7 +50,7 @@ def parse_ptxas_verbose(text: str) -> list[ResourceReport]:
     current: str | None = None
     for line in text.splitlines():
         line = line.rstrip()
-        if match := _ENTRY.match(line) or _PROPS.match(line):
+        if match := _ENTRY.search(line) or _PROPS.search(line):
             current = match.group(1)
             reports.setdefault(current, ResourceReport(current, "ptxas"))
             continue
@@ -59,7 +59,7 @@ def parse_ptxas_verbose(text: str) -> list[ResourceReport]:
         report = reports[current]
         if match := _FRAME.search(line):
             report.stack_bytes, report.spill_store_bytes, report.spill_load_bytes = map(int, match.groups())
-        elif match := _USED.match(line):
+        elif match := _USED.search(line):
             report.registers = int(match.group(1))
             rest = match.group(2)
             if barriers := _BARRIERS.search(rest):
@@ -136,7 +136,7 @@ def find_tool(name: str) -> str | None:
         import triton
 
         candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
-    except Exception:  # triton absent or broken: PATH and CUDA_HOME only
+    except Exception:  # noqa: BLE001 -- triton absent or broken: PATH and CUDA_HOME only
         pass
     return next((str(p) for p in candidates if p.is_file()), None)
 

@@ -38,7 +38,7 @@ def _args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-class Session:
+class ProfileSession:
     """A problem, the candidate model on the device, and inputs: everything `forward` needs."""
 
     def __init__(self, args: argparse.Namespace):
@@ -66,7 +66,7 @@ class Session:
         return self.torch.cuda.get_device_name() if self.use_cuda else "cpu"
 
 
-def run_ncu_mode(session: Session, calls: int) -> dict:
+def run_ncu_mode(session: ProfileSession, calls: int) -> dict:
     profiler = session.torch.cuda.profiler
     session.sync()
     if session.use_cuda:
@@ -79,7 +79,7 @@ def run_ncu_mode(session: Session, calls: int) -> dict:
     return {"calls": calls}
 
 
-def plain_ms_per_call(session: Session, calls: int) -> float:
+def plain_ms_per_call(session: ProfileSession, calls: int) -> float:
     """Median wall time of one synchronised forward: the reference for profiling overhead."""
     times = []
     for _ in range(max(1, calls)):
@@ -90,7 +90,7 @@ def plain_ms_per_call(session: Session, calls: int) -> float:
     return statistics.median(times)
 
 
-def run_timeline_mode(session: Session, args: argparse.Namespace) -> dict:
+def run_timeline_mode(session: ProfileSession, args: argparse.Namespace) -> dict:
     from .energy import measure_energy
     from .torchprof import PROFILER_WARMUP_CALLS, events_to_json, record_timeline, summarize_timeline
 
@@ -114,7 +114,7 @@ def _jit_functions(module) -> list:
     """Triton JITFunctions among the module's globals, unwrapping autotuners and heuristics (`.fn`)."""
     try:
         from triton.runtime.jit import JITFunction
-    except Exception:  # no triton: no Triton kernels
+    except Exception:  # noqa: BLE001 -- no triton: no Triton kernels
         return []
     found = []
     for obj in list(vars(module).values()):
@@ -123,7 +123,7 @@ def _jit_functions(module) -> list:
                 if isinstance(obj, JITFunction) or obj is None:
                     break
                 obj = getattr(obj, "fn", None)
-        except Exception:  # an object whose attribute access raises is not a kernel
+        except Exception:  # noqa: BLE001 -- an object whose attribute access raises is not a kernel
             continue
         if isinstance(obj, JITFunction) and all(obj is not f for f in found):
             found.append(obj)
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     out_path = Path(args.out)
     result: dict = {"ok": False, "stage": "load", "mode": args.mode}
     try:
-        session = Session(args)
+        session = ProfileSession(args)
         result.update(stage="warmup", device=session.device_name())
         for _ in range(max(0, args.warmup)):
             session.forward()
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
         result["stage"] = args.mode
         result.update(run_ncu_mode(session, args.calls) if args.mode == "ncu" else run_timeline_mode(session, args))
         result.update(ok=True, stage="done")
-    except BaseException as exc:  # the candidate is untrusted: report whatever it raised
+    except BaseException as exc:  # noqa: BLE001 -- the candidate is untrusted: report whatever it raised
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc()[-4000:]
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -60,7 +60,7 @@ class Spend:
 
 
 @dataclass
-class Budget:
+class SearchBudget:
     limits: Limits = field(default_factory=Limits)
     spend: Spend = field(default_factory=Spend)
 

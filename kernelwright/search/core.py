@@ -23,11 +23,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from kernelwright.agents.types import Code, Diagnosis, ParseFailure, Plan
-from kernelwright.llm.types import Completion, CompletionRequest, Message
+from kernelwright.llm.types import Completion, CompletionRequest
 from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach_key
 
 from .asks import Ask, CompletionAsk, EvaluationAsk, Result
-from .budget import Budget, Limits
+from .budget import SearchBudget, Limits
 from .context import ContextBuilder, SkillRanker
 from .problem_info import ProblemInfo
 from .results import AskFailure, EvalResult
@@ -59,7 +59,7 @@ class Job:
     node_id: str | None = None  # latest candidate of this job
     repairs: int = 0
     retries: int = 0  # parse retries used at the current stage
-    feedback: list[Message] = field(default_factory=list)  # answer + parser feedback for a re-ask
+    retry: tuple[str, Any] | None = None  # (unusable answer, ParseFailure) for a re-ask (Agent.retry_request)
     ask_id: str | None = None  # the ask out now; None while waiting for a sibling planner
     generation: int = 0  # beam search bookkeeping
     skills: list[Any] | None = None  # the ranked skills of this expansion, shared by its prompts
@@ -80,14 +80,15 @@ class Engine:
                  settings: Settings | None = None, rng_seed: int = 0, *,
                  agents: Mapping[str, Any] | None = None, skills: SkillRanker | None = None,
                  skill_names: frozenset[str] | None = None, target: Any = None,
-                 extra: Mapping[str, Any] | None = None):
+                 extra: Mapping[str, Any] | None = None, prompt_dirs: list[str] | None = None):
         """`target` is the evaluation device (judge.target.Target, read generically), `extra` goes
-        to every AgentContext (e.g. the tolerances the judge applies)."""
+        to every AgentContext (e.g. the tolerances the judge applies); `prompt_dirs` are folders
+        whose prompt files override the built-in ones by name (agents/templates.py)."""
         self.problem = problem
         self.settings = settings or Settings()
         self.strategy = make_strategy(strategy, self.settings) if isinstance(strategy, str) else strategy
-        self.budget = Budget(budget or Limits())
-        self.agents = dict(agents) if agents is not None else default_agents(problem.backend, known_skills=skill_names)
+        self.budget = SearchBudget(budget or Limits())
+        self.agents = dict(agents) if agents is not None else default_agents(problem.backend, prompt_dirs, known_skills=skill_names)
         missing = [a for a in AGENT_NAMES if a not in self.agents]
         if missing:
             raise ValueError(f"agents missing: {', '.join(missing)}")
@@ -317,9 +318,10 @@ class Engine:
         ctx = self.contexts.build(agent, self.tree, self.trajectory, parent=context_parent,
                                   failure=failure, plan=job.plan if agent != "planner" else None,
                                   in_progress=in_progress, skills=self._skills_for(job, agent, parent))
-        request = self.agents[agent].request(ctx)
-        if job.feedback:
-            request = replace(request, messages=[*request.messages, *job.feedback])
+        if job.retry is not None:  # the agent adds the unusable answer and the parser's feedback
+            request = self.agents[agent].retry_request(ctx, *job.retry)
+        else:
+            request = self.agents[agent].request(ctx)
         if self.settings.temperature is not None:
             request = replace(request, temperature=self.settings.temperature)
         return request
@@ -355,13 +357,12 @@ class Engine:
         if not self._optional_ok(job, 1 + after_calls, after_evals):
             return False
         job.retries += 1
-        feedback = getattr(parsed, "feedback", "") or getattr(parsed, "reason", "") or str(parsed)
-        job.feedback = [Message("assistant", result.text or "(empty answer)"), Message("user", feedback)]
+        job.retry = (result.text, parsed)
         self._ask_completion(job, agent)
         return True
 
     def _next_stage(self, job: Job, stage: str) -> None:
-        job.stage, job.retries, job.feedback = stage, 0, []
+        job.stage, job.retries, job.retry = stage, 0, None
 
     def _on_analysis(self, job: Job, ask: Ask, result: Result) -> None:
         parsed = self._parse(job, "analyst", result)

@@ -244,9 +244,11 @@ def _no_template_message(problem, exc: Exception) -> str:
     from .library import describe_problem
 
     try:
-        kinds = describe_problem(problem)["kinds"]
+        from kernelwright.problem.ops import forward_op_kinds
+
+        kinds = forward_op_kinds(problem)
         what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
-    except Exception:  # describing is best effort; the reason above already says why
+    except Exception:  # noqa: BLE001 -- describing is best effort; the reason above already says why
         what = ""
     return (f"{exc}{what}. Without an LLM there is nothing more to do for this problem: give --llm to let "
             "the agents write a kernel.")
@@ -257,5 +259,5 @@ def _has_gpu() -> bool:
         import torch
 
         return torch.cuda.is_available()
-    except Exception:
+    except Exception:  # noqa: BLE001 -- a broken torch/CUDA install means no GPU here
         return False

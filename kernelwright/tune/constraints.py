@@ -169,7 +169,7 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
         return all(values) if isinstance(node.op, ast.And) else any(values)
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env)
-        for op, comparator in zip(node.ops, node.comparators):
+        for op, comparator in zip(node.ops, node.comparators, strict=False):
             right = _eval(comparator, env)
             if not _CMPOPS[type(op)](left, right):
                 return False
@@ -190,7 +190,7 @@ def _explain(node: ast.AST, env: dict[str, Any]) -> str:
                 return _explain(value, env)
     if isinstance(node, ast.Compare):
         left_node = node.left
-        for op, right_node in zip(node.ops, node.comparators):
+        for op, right_node in zip(node.ops, node.comparators, strict=False):
             left, right = _eval(left_node, env), _eval(right_node, env)
             if not _CMPOPS[type(op)](left, right):
                 return f"{_side(left_node, left)} {_CMP_TEXT[type(op)]} {_side(right_node, right)} does not hold"

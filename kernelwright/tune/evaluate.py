@@ -107,7 +107,7 @@ def judge_device(config) -> str:
 
         if config.device != "cpu" and torch.cuda.is_available():
             return torch.cuda.get_device_name()
-    except Exception:
+    except Exception:  # noqa: BLE001 -- a broken CUDA setup names the device "cpu" in the cache key
         pass
     return "cpu"
 

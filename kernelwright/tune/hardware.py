@@ -88,7 +88,7 @@ def detect_limits(device_index: int | None = None) -> DeviceLimits:
         if not torch.cuda.is_available():
             return H100_SXM
         props = torch.cuda.get_device_properties(device_index or 0)
-    except Exception:  # a broken CUDA setup is no reason to stop planning
+    except Exception:  # noqa: BLE001 -- a broken CUDA setup is no reason to stop planning
         return H100_SXM
     try:
         base = table_limits(props.name)

@@ -128,7 +128,7 @@ class InProcessEvaluator:
         for job in jobs:
             try:
                 done += bool(job.result(timeout=600))
-            except Exception:  # a failed precompile is measured (and reported) again below
+            except Exception:  # noqa: BLE001 -- a failed precompile is measured (and reported) again below
                 pass
         return done
 
@@ -146,7 +146,7 @@ class InProcessEvaluator:
             model = self.problem.make_model(self.seed, device=self.kind, cls=module.ModelNew)
             with torch.no_grad():
                 got = _outputs(model(*self.inputs))
-        except Exception as exc:  # any failure of the instance is a measurement, not a crash
+        except Exception as exc:  # noqa: BLE001 -- any failure of the instance is a measurement, not a crash
             m.stage, m.error = "compile", f"{type(exc).__name__}: {str(exc)[:2000]}"
             return m
         resources = triton_resources(module)
@@ -169,7 +169,7 @@ class InProcessEvaluator:
     def _mismatch(self, got: list[torch.Tensor]) -> str | None:
         if len(got) != len(self.expected):
             return f"{len(got)} outputs instead of {len(self.expected)}"
-        for i, (a, b) in enumerate(zip(got, self.expected)):
+        for i, (a, b) in enumerate(zip(got, self.expected, strict=False)):
             if a.shape != b.shape or a.dtype != b.dtype:
                 return f"output {i}: {tuple(a.shape)} {a.dtype} instead of {tuple(b.shape)} {b.dtype}"
             tol = _tolerance(b.dtype)

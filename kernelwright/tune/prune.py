@@ -74,7 +74,7 @@ def prune_space(template: Template, limits: DeviceLimits | None = None) -> Prune
     report = PruneReport(implicit=[c.text for c in implicit], limits=limits)
     names = list(template.params)
     for values in itertools.product(*template.params.values()):
-        params = dict(zip(names, values))
+        params = dict(zip(names, values, strict=False))
         reason = first_violation(checks, {**base_env, **params})
         if reason:
             report.pruned.append(PrunedConfig(params, reason))

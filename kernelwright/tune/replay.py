@@ -66,7 +66,7 @@ def _declared_order(sweep: Sweep) -> list[dict[str, Any]]:
     import itertools
 
     names = list(sweep.template.params)
-    return [dict(zip(names, values)) for values in itertools.product(*sweep.template.params.values())]
+    return [dict(zip(names, values, strict=False)) for values in itertools.product(*sweep.template.params.values())]
 
 
 @dataclass

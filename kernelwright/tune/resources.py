@@ -1,44 +1,29 @@
 """Read what the compiler decided about a kernel: registers, spills, shared memory.
 
 Two sources: the Triton kernels a module launched (their compiled objects carry `n_regs`,
-`n_spills` and `metadata.shared`), and the text of `ptxas -v` for CUDA C++ extensions. Both
-feed `prune.resource_violation`, which prunes configurations that spill or exceed the device.
+`n_spills` and `metadata.shared`), and the text of `ptxas -v` for CUDA C++ extensions, both read
+by profile/resources.py (the one home of these parsers). Both feed `prune.resource_violation`, which prunes configurations that spill or exceed the device.
 """
 from __future__ import annotations
 
-import re
 import types
 from typing import Any, Iterable
 
+from kernelwright.profile.resources import ResourceReport, parse_ptxas_verbose, triton_kernel_metadata
+
 from .prune import KernelResources
 
-_PTXAS_ENTRY = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_USED = re.compile(r"Used (\d+) registers(?:, (?:\d+) bytes [\w\[\]0-9]+)*")
-_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
-
-
 def parse_ptxas(log: str) -> list[KernelResources]:
-    """Resources per kernel from `ptxas -v` output (as nvcc -Xptxas -v prints it)."""
-    kernels: dict[str, KernelResources] = {}
-    current: KernelResources | None = None
-    for line in log.splitlines():
-        entry = _PTXAS_ENTRY.search(line)
-        if entry:
-            name = entry.group(1)
-            current = kernels.setdefault(name, KernelResources(name=name))
-            continue
-        if current is None:
-            continue
-        spill = _PTXAS_SPILL.search(line)
-        if spill:
-            current.spills = int(spill.group(1)) + int(spill.group(2))
-        used = _PTXAS_USED.search(line)
-        if used:
-            current.registers = int(used.group(1))
-            smem = _PTXAS_SMEM.search(line)
-            current.shared_bytes = int(smem.group(1)) if smem else 0
-    return list(kernels.values())
+    """Resources per kernel from `ptxas -v` output (as nvcc -Xptxas -v prints it); the parser is
+    profile.resources' (one home), spills are stores plus loads in bytes."""
+    return [_from_report(r) for r in parse_ptxas_verbose(log)]
+
+
+def _from_report(report: ResourceReport) -> KernelResources:
+    stores, loads = report.spill_store_bytes, report.spill_load_bytes
+    spills = None if stores is None and loads is None else (stores or 0) + (loads or 0)
+    return KernelResources(name=report.function, registers=report.registers, spills=spills,
+                           shared_bytes=report.shared_bytes)
 
 
 def triton_resources(module: types.ModuleType) -> list[KernelResources]:
@@ -70,14 +55,14 @@ def _from_compiled(name: str, compiled: Any) -> KernelResources:
         init = getattr(compiled, "_init_handles", None)
         if callable(init):
             init()
-    except Exception:  # reading resources must never break the caller
+    except Exception:  # noqa: BLE001 -- reading resources must never break the caller
         pass
-    meta = getattr(compiled, "metadata", None)
-    num_warps = getattr(meta, "num_warps", None)
+    meta = triton_kernel_metadata(compiled)  # profile.resources reads a compiled kernel (one home)
+    num_warps = meta.get("num_warps")
     return KernelResources(
         name=name,
-        registers=getattr(compiled, "n_regs", None),
-        spills=getattr(compiled, "n_spills", None),
-        shared_bytes=getattr(meta, "shared", None),
+        registers=meta.get("n_regs"),
+        spills=meta.get("n_spills"),  # Triton's count (local memory / 4), as before
+        shared_bytes=meta.get("shared"),
         threads=num_warps * 32 if isinstance(num_warps, int) else None,
     )

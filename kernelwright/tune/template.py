@@ -264,10 +264,3 @@ def _defaults(defaults: dict, params: dict[str, tuple]) -> dict:
         if value not in params[name]:
             raise TemplateError(f"default {name}={value!r} is not in its domain {list(params[name])}")
     return {name: defaults[name] for name in params}
-
-
-def verify_default(template: Template, original_source: str, problem, judge_config=None):
-    """Judge the original and the template's default instance; see `tune.verify`."""
-    from .verify import verify_default as _verify
-
-    return _verify(template, original_source, problem, judge_config)

@@ -19,7 +19,7 @@ from .cost import TuneCost, step_cost
 from .evaluate import Evaluator, Measurement
 from .hardware import DeviceLimits
 from .prune import PrunedConfig, PruneReport, prune_space
-from .search import make_strategy
+from .strategies import make_tune_strategy
 from .template import Template, config_key
 
 
@@ -103,7 +103,7 @@ def tune(
     result.cost = TuneCost(device=getattr(evaluator, "device", ""), pruned_before=len(report.pruned))
     if not feasible or budget == 0:
         return result
-    search = make_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
+    search = make_tune_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
     for m in told:  # measured earlier in this tuning: information for the strategy, no evaluation
         search.proposed.add(config_key(m.params))
         search.tell(m.params, m.value)
@@ -193,7 +193,7 @@ def tune_groupwise(
         share = left if i == len(prefixes) - 1 else min(left, max(1, round(budget * sizes[prefix] / max(1, total))))
         sub = _pinned(template, free[prefix], best)
 
-        def forward(trial: Trial, offset=len(result.trials)) -> None:
+        def forward(trial: Trial, offset=len(result.trials)) -> None:  # noqa: B008 -- binds the count now, on purpose
             moved = Trial(offset + trial.index, trial.measurement)
             result.trials.append(moved)
             if on_result is not None:

@@ -199,6 +199,16 @@ def test_user_prompt_folder_overrides_a_template_by_name(tmp_path, relu_context)
     assert not user_text(Coder(prompt_dirs=[tmp_path]).request(relu_context)).startswith("CUSTOM")
 
 
+def test_prompt_files_are_read_when_the_agent_is_built(tmp_path, relu_context):
+    (tmp_path / "planner.md.j2").write_text("FIRST {{ s.task }}\n{% include 'format_planner.md.j2' %}\n")
+    planner = Planner(prompt_dirs=[tmp_path])
+    (tmp_path / "planner.md.j2").write_text("EDITED MID-RUN\n")
+    (tmp_path / "format_planner.md.j2").write_text("EDITED FORMAT\n")
+    text = user_text(planner.request(relu_context))
+    assert text.startswith("FIRST") and '"steps"' in text and "EDITED" not in text
+    assert user_text(Planner(prompt_dirs=[tmp_path]).request(relu_context)).startswith("EDITED MID-RUN")
+
+
 def test_bad_prompt_folders_and_templates_fail_when_the_agent_is_built(tmp_path):
     with pytest.raises(PromptTemplateError, match="does not exist"):
         Planner(prompt_dirs=[tmp_path / "missing"])

@@ -72,7 +72,7 @@ def verdicts(kernelbench, tmp_path_factory):
         jobs.append(JudgeJob(path, _candidate_file(name), JudgeConfig(**settings), name=name))
     with JudgePool(cpu_workers=2) as pool:
         results = pool.judge_many(jobs)
-    return dict(zip(CASES, results))
+    return dict(zip(CASES, results, strict=False))
 
 
 def flag_codes(verdict, severity=REJECT) -> set[str]:

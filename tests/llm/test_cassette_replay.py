@@ -37,7 +37,7 @@ def test_record_then_replay_round_trip(server, sleeps, tmp_path):
     replay = make_provider(f"replay:{cassette}", make_config(None))
     assert isinstance(replay, ReplayProvider) and replay.model == "qwen"
     replayed = [run(replay.complete(ask("first"))), run(replay.complete(ask("second", "planner")))]
-    for before, after in zip(live, replayed):
+    for before, after in zip(live, replayed, strict=False):
         assert (after.text, after.usage, after.cost_usd, after.model) == \
                (before.text, before.usage, before.cost_usd, before.model)
         assert after.request_hash == before.request_hash and after.provider == "replay"

@@ -9,6 +9,7 @@ from fake_server import error_reply, openai_reply
 from llm_helpers import ALL_TEST_KEYS, TEST_ENDPOINT_KEY, make_config, run
 
 from kernelwright.llm import CompletionRequest, Message, ProviderAuthError
+from kernelwright.llm.errors import AnswerPending
 from kernelwright.llm.redact import redact_text, redact_url
 from kernelwright.llm.router import Router
 
@@ -30,7 +31,7 @@ def test_a_whole_run_writes_no_key_anywhere(server, sleeps, tmp_path, caplog):
     run(router.complete(CompletionRequest([Message("user", "hello")])))
     with pytest.raises(ProviderAuthError) as auth:
         run(router.complete(CompletionRequest([Message("user", "again")])))
-    with pytest.raises(Exception):
+    with pytest.raises(AnswerPending):  # the planner's exchange folder holds no answer yet
         run(router.complete(CompletionRequest([Message("user", "plan")], role="planner")))
 
     assert "Incorrect API key provided: ***" in str(auth.value)

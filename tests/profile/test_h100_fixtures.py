@@ -113,7 +113,7 @@ def _stage1_rows() -> list[list[str]]:
 
 def _stage1_units() -> dict[str, str]:
     rows = _stage1_rows()
-    return dict(zip(rows[0], rows[1]))
+    return dict(zip(rows[0], rows[1], strict=False))
 
 
 def test_duration_unit_is_ns_and_parses_unchanged():

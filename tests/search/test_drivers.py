@@ -19,7 +19,7 @@ from kernelwright.search.asks import Answer, CompletionAsk, EvaluationAsk, ask_h
 from kernelwright.search.budget import Limits
 from kernelwright.search.core import Engine
 from kernelwright.search.drivers.loop import Mirror, Pending, ReplayDiverged, drive
-from kernelwright.search.drivers.session import RunOptions, Session, run_optimization
+from kernelwright.search.drivers.session import RunOptions, SearchSession, run_optimization
 from kernelwright.search.settings import Settings
 from kernelwright.store import RunStore
 
@@ -184,7 +184,7 @@ def test_resume_refuses_a_changed_problem_file(tmp_path):
     from kernelwright.search.drivers.session import RunError
 
     with pytest.raises(RunError, match="changed since run"):
-        Session(RunOptions(resume=str(run_dir)))
+        SearchSession(RunOptions(resume=str(run_dir)))
 
 
 # ---- machine errors and interruptions -------------------------------------------------------------

@@ -210,6 +210,7 @@ def test_a_plan_for_a_known_dead_end_is_sent_back_once():
     assert "dead end" in planners[3].request.messages[-1].content
     assert planners[3].request.messages[-2].role == "assistant"
     assert [len(p.request.messages) for p in planners] == [2, 2, 2, 4]  # only the last is a re-ask
+    assert planners[3].request.metadata["retry_of_parse_failure"]  # made by Agent.retry_request
 
 
 def test_eval_result_condenses_a_verdict_with_its_profile():

@@ -82,7 +82,7 @@ def test_asks_round_trip_through_json():
 def test_batches_told_together_replay_as_batches(tmp_path):
     """The driver stores results that arrived together with `with_next`; the session tells them
     together again on resume, so the replayed engine asks exactly what the original asked."""
-    from kernelwright.search.drivers.session import Session
+    from kernelwright.search.drivers.session import SearchSession
     from kernelwright.store import RunStore
 
     original, store = make("greedy"), RunStore.in_dir(tmp_path)
@@ -100,7 +100,7 @@ def test_batches_told_together_replay_as_batches(tmp_path):
     grouped = [e.with_next for e in store.journal("r1")]
     assert any(grouped), "the scenario must tell at least one batch"
     replayed = make("greedy")
-    session = Session.__new__(Session)  # only the replay helper is needed
+    session = SearchSession.__new__(SearchSession)  # only the replay helper is needed
     group = []
     for entry in store.journal("r1"):
         group.append(entry)

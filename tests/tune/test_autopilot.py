@@ -66,6 +66,7 @@ def test_unmatched_problem_says_so(kernelbench, tmp_path):
                                   workdir=tmp_path)
     assert not result.matched
     assert "cumsum" in result.message and "--llm" in result.message
+    assert "(the forward does: reduction)" in result.message  # the op kinds hint (a NameError once hid it)
     assert result.best_source is None and result.tried == [] and result.exit_code == 1
 
 

@@ -6,7 +6,7 @@ from kernelwright.tune.prune import prune_space
 from kernelwright.tune.replay import load_sweep, markdown_table, replay_once, strategy_shares
 from kernelwright.tune.template import config_key, parse_template
 
-from .test_search import SOURCE, objective
+from .test_strategies import SOURCE, objective
 
 
 def write_sweep(path, keep=None):

@@ -6,7 +6,8 @@ and a template whose rewrite changed the result.
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.tune.template import parse_template, verify_default
+from kernelwright.tune.template import parse_template
+from kernelwright.tune.verify import verify_default
 
 ORIGINAL = '''import torch
 import torch.nn as nn

@@ -36,8 +36,8 @@ from kernelwright.judge.config import JudgeConfig
 
 from ..budget import Limits
 from ..problem_info import describe_problem
-from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged,
-                      hold_run, mark_stale_interrupted, new_run_dir, new_run_id, prepare_run_dir, resume_command)
+from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunOptions, RunOutcome, check_problem_unchanged,
+                      claim_run_dir, hold_run, mark_stale_interrupted, new_run_dir, new_run_id, resume_command)
 
 MODE = "autotune"
 DEFAULT_EVALS = 16  # instances judged when no --max-evals is given
@@ -294,8 +294,6 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
     info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
     run_id = new_run_id(info.name)
     run_dir = new_run_dir(options, run_id)
-    if (run_dir / "run.sqlite").exists():
-        raise RunError(f"{run_dir} already holds a run; resume it with --resume {run_dir}")
     judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
     budget = options.limits.max_evals or DEFAULT_EVALS
     eval_mode = options.eval_mode or "local"
@@ -311,8 +309,7 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
         target = _batch_target(options.target)
         settings.update(judge=judge.to_dict(), batch_dir=options.batch_dir or "evals",
                         request_prefix=options.request_prefix, target=target)
-    prepare_run_dir(options, run_dir)
-    lock = hold_run(run_dir)
+    lock = claim_run_dir(options, run_dir)
     try:
         with RunStore.in_dir(run_dir) as store:
             store.create_run(run_id, problem_path=info.path, problem_name=info.name, problem_hash=info.source_hash,

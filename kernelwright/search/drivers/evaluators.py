@@ -77,7 +77,7 @@ class LocalEvaluator:
         config = dataclasses.replace(self.config, profile=True) if ask.profile else self.config
         try:
             verdict = await self.pool().ajudge(problem, source, config)
-        except Exception as exc:  # the judge promises not to raise; if it does, say so
+        except Exception as exc:  # noqa: BLE001 -- the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
         machine = environment_error(verdict)
         if machine:  # not the candidate's fault, and every later candidate would hit it too

@@ -74,6 +74,7 @@ class RunOptions:
     eval_mode: str | None = None  # "local", "batch", "ray[:ADDRESS]"; on resume None keeps the stored one
     eval_workers: int = 1
     skill_dirs: list[str] = field(default_factory=list)
+    prompt_dirs: list[str] = field(default_factory=list)  # [optimize] prompts: prompt files overriding the built-ins
     seed: int = 0
     target: str | None = None  # --target: a known GPU's name or a device file; else learned (see targets.py)
     # a suite's runs share one batch folder (relative to the run folder) and one judge pool
@@ -141,10 +142,18 @@ def resume_command(run_dir: str | Path) -> str:
 
 
 def new_run_dir(options: "RunOptions", run_id: str) -> Path:
-    """--run-dir, else WORKSPACE/RUN_ID (the workspace gets a .gitignore the first time)."""
-    if options.run_dir:
-        return Path(options.run_dir)
-    return Path(options.workspace) / run_id
+    """--run-dir, else WORKSPACE/RUN_ID; RunError when a run is already there. Not created yet:
+    `claim_run_dir` does that once the run is ready to start (one home for both drivers)."""
+    run_dir = Path(options.run_dir) if options.run_dir else Path(options.workspace) / run_id
+    if (run_dir / "run.sqlite").exists():
+        raise RunError(f"{run_dir} already holds a run; resume it with --resume {run_dir}")
+    return run_dir
+
+
+def claim_run_dir(options: "RunOptions", run_dir: Path):
+    """Create the new run's folder and hold its lock (store.RunLock, released by the caller)."""
+    prepare_run_dir(options, run_dir)
+    return hold_run(run_dir)
 
 
 def prepare_run_dir(options: "RunOptions", run_dir: Path) -> None:
@@ -178,7 +187,7 @@ def _llm_specs(options: RunOptions, run_dir: Path) -> tuple[str | None, dict[str
     return fix(options.llm), {role: fix(spec) for role, spec in options.llm_roles.items()}
 
 
-class Session:
+class SearchSession:
     """One process's work on one run."""
 
     def __init__(self, options: RunOptions, on_progress: Callable[[dict], None] | None = None):
@@ -215,8 +224,6 @@ class Session:
         info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
         self.run_id = new_run_id(info.name)
         self.run_dir = new_run_dir(options, self.run_id)
-        if (self.run_dir / "run.sqlite").exists():
-            raise RunError(f"{self.run_dir} already holds a run; resume it with --resume {self.run_dir}")
         target = targets.initial_target(options.target, options.eval_mode or "local",
                                         self.run_dir / (options.batch_dir or "evals"), options.judge.device)
         if target is not None:
@@ -237,11 +244,11 @@ class Session:
                        "llm": {"default": llm, "roles": roles, "config_file": options.config_file},
                        "eval": options.eval_mode or "local", "eval_workers": options.eval_workers,
                        "skill_dirs": [str(Path(d).resolve()) for d in options.skill_dirs],
+                       "prompt_dirs": [str(Path(d).resolve()) for d in options.prompt_dirs],
                        "target": target.to_dict() if target is not None else None}
         if options.batch_dir:
             self.stored.update(batch_dir=options.batch_dir, request_prefix=options.request_prefix)
-        prepare_run_dir(options, self.run_dir)
-        self.lock = hold_run(self.run_dir)
+        self.lock = claim_run_dir(options, self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
         self.store.create_run(self.run_id, problem_path=info.path, problem_name=info.name,
                               problem_hash=info.source_hash, problem_source=info.source,
@@ -280,7 +287,7 @@ class Session:
         engine = Engine(self.problem, self.settings.strategy, stored_limits, self.settings,
                         rng_seed=int(self.stored.get("seed", 0)), skills=self._skills(),
                         skill_names=self._library().names(), target=targets.stored_target(self.stored),
-                        extra=targets.prompt_extra(self.stored))
+                        extra=targets.prompt_extra(self.stored), prompt_dirs=self.stored.get("prompt_dirs") or None)
         group: list = []
         for entry in self.store.journal(self.run_id):
             try:
@@ -560,7 +567,7 @@ def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | 
         from .imported import run_imported
 
         return run_imported(options, on_progress)
-    session = Session(options, on_progress)
+    session = SearchSession(options, on_progress)
     try:
         return session.run_to_end()
     finally:

@@ -17,7 +17,6 @@ instance is an ordinary candidate. It raises `NoTemplate` naming the op that no 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..hardware import DeviceLimits, detect_limits
 from ..template import Template, parse_template
@@ -74,7 +73,7 @@ def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | 
     except ValueError as exc:
         raise NoTemplate(f"no built-in template fits {problem.name}: {exc}") from None
     families = [c.family for c in codes]
-    lines = [f"kernel {g.index}: {c.family} over {list(g.domain)} ({g.describe()})" for g, c in zip(groups, codes)]
+    lines = [f"kernel {g.index}: {c.family} over {list(g.domain)} ({g.describe()})" for g, c in zip(groups, codes, strict=False)]
     name = "+".join(families)
     description = "Kernels:\n" + "\n".join("- " + line for line in lines)
     kw_tune = {
@@ -92,25 +91,10 @@ def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | 
         reference=embed_reference(problem.source, problem.overrides),
         kernels=[c.kernel for c in codes], launchers=[c.launcher for c in codes],
         forward_args=[n.name for n in program.user_inputs],
-        forward_body=forward_source(program, groups, {g.index: c.launcher_name for g, c in zip(groups, codes)}),
+        forward_body=forward_source(program, groups, {g.index: c.launcher_name for g, c in zip(groups, codes, strict=False)}),
     )
     template = parse_template(source, name=name)
     return LibraryMatch(template, families, description, lines, program.dynamic)
 
 
-def describe_problem(problem) -> dict[str, Any]:
-    """The op kinds of the reference forward (for messages when nothing matches), recorded on the
-    meta device: nothing is computed, whatever the sizes."""
-    import torch
-
-    from kernelwright.problem.ops import op_kinds, record_aten_ops
-
-    with torch.device("meta"):
-        torch.manual_seed(0)
-        model = problem.Model(*problem.init_inputs(0))
-        inputs = list(problem.module.get_inputs())
-    ops = record_aten_ops(model, *inputs)
-    return {"ops": dict(ops), "kinds": sorted(op_kinds(ops))}
-
-
-__all__ = ["LibraryMatch", "NoTemplate", "build_template", "describe_problem"]
+__all__ = ["LibraryMatch", "NoTemplate", "build_template"]

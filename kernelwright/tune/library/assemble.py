@@ -17,7 +17,7 @@ import torch
 
 from . import runtime
 from .fuse import Group
-from .ir import HOST, INPUT, Node, Program, Unsupported
+from .ir import HOST, INPUT, IRNode, Program, Unsupported
 
 REFERENCE_CLASS = "_KwReference"
 _SKIP_FUNCTIONS = {"get_inputs", "get_init_inputs"}
@@ -76,7 +76,7 @@ def runtime_source() -> str:
 
 
 def render_value(value: Any, names: dict[int, str]) -> str:
-    if isinstance(value, Node):
+    if isinstance(value, IRNode):
         return names.get(value.id, value.name)
     if isinstance(value, (list, tuple)):
         inner = ", ".join(render_value(v, names) for v in value)
@@ -94,7 +94,7 @@ def render_value(value: Any, names: dict[int, str]) -> str:
     raise Unsupported(f"cannot write the host argument {value!r}")
 
 
-def host_line(node: Node, names: dict[int, str]) -> str:
+def host_line(node: IRNode, names: dict[int, str]) -> str:
     if node.target in _PY_SYMBOLS:
         a, b = (render_value(x, names) for x in node.args)
         return f"{node.name} = {a} {_PY_SYMBOLS[node.target]} {b}"
@@ -108,7 +108,7 @@ def host_line(node: Node, names: dict[int, str]) -> str:
     return f"{node.name} = torch.ops.aten.{packet}.{overload}({', '.join(args)})"
 
 
-def input_line(node: Node, device_of: str = "") -> str | None:
+def input_line(node: IRNode, device_of: str = "") -> str | None:
     if node.op == "param":
         return f"{node.name} = self.get_parameter({node.target!r})"
     if node.op == "buffer":
@@ -129,7 +129,7 @@ def forward_source(program: Program, groups: list[Group], launchers: dict[int, s
     lines: list[str] = []
 
     def ensure(node: Any) -> None:
-        group = group_of.get(node.id) if isinstance(node, Node) else None
+        group = group_of.get(node.id) if isinstance(node, IRNode) else None
         if group is None or group.index in launched:
             return
         for dep in group.inputs + group.scalars:
@@ -192,7 +192,7 @@ def template_source(*, name: str, problem_name: str, description: str, kw_tune: 
     parts.append("# ---- the reference model (ModelNew inherits its parameters) " + "-" * 31 + "\n")
     parts.append(reference + "\n\n")
     parts.append("# ---- kernels " + "-" * 78 + "\n")
-    for kernel, launcher in zip(kernels, launchers):
+    for kernel, launcher in zip(kernels, launchers, strict=False):
         parts.append(kernel + "\n\n" + launcher + "\n\n")
     body = "\n".join("        " + line for line in forward_body.splitlines())
     parts.append(f"class ModelNew({REFERENCE_CLASS}):\n")

@@ -15,7 +15,7 @@ import torch
 
 from . import exprs
 from .fuse import Group
-from .ir import Node
+from .ir import IRNode
 
 
 @dataclass
@@ -58,12 +58,12 @@ def operand_names(group: Group) -> dict[int, str]:
 
 
 def operand(arg: Any, names: dict[int, str]) -> str:
-    if isinstance(arg, Node):
+    if isinstance(arg, IRNode):
         return names.get(arg.id, arg.name)
     return exprs.literal(arg)
 
 
-def pointwise_line(node: Node, names: dict[int, str]) -> str:
+def pointwise_line(node: IRNode, names: dict[int, str]) -> str:
     operands = [operand(a, names) for a in node.args]
     params = dict(node.params)
     if node.op == "squeeze":
@@ -71,12 +71,12 @@ def pointwise_line(node: Node, names: dict[int, str]) -> str:
     return f"{node.name} = {exprs.render(node.op, operands, params)}"
 
 
-def load_suffix(node: Node) -> str:
+def load_suffix(node: IRNode) -> str:
     """Loaded values become fp32 (booleans stay masks)."""
     return "" if node.dtype == torch.bool else ".to(tl.float32)"
 
 
-def store_value(node: Node, out: str) -> str:
+def store_value(node: IRNode, out: str) -> str:
     return f"{node.name}.to({out}.dtype.element_ty)"
 
 
@@ -98,7 +98,7 @@ def choose_default(params: dict[str, list], constraints: list[str], env: dict[st
     best, best_distance = None, math.inf
     names = list(params)
     for values in itertools.product(*params.values()):
-        config = dict(zip(names, values))
+        config = dict(zip(names, values, strict=False))
         scope = {**env, **config}
         if not all(c.check(scope)[0] for c in checks):
             continue

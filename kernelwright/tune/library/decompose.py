@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from .decompose_nn import HANDLERS as _NN_HANDLERS
-from .ir import Node, Unsupported
-from .lower import Lowering, _Missing, matmul_node, normalize_dims
+from .ir import IRNode, Unsupported
+from .lowering import Lowering, _Missing, matmul_node, normalize_dims
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
@@ -22,7 +22,7 @@ def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -
     return kwargs.get(name, default)
 
 
-def _final(lw: Lowering, node: Node, fx_node) -> Node:
+def _final(lw: Lowering, node: IRNode, fx_node) -> IRNode:
     """Give the last node of a decomposition the shape and dtype the graph recorded."""
     shape, dtype = lw.meta(fx_node)
     if shape is not None:
@@ -33,7 +33,7 @@ def _final(lw: Lowering, node: Node, fx_node) -> Node:
 
 
 def _scalar_or_node(x: Any) -> Any:
-    if isinstance(x, (Node, int, float, bool)) or x is None:
+    if isinstance(x, (IRNode, int, float, bool)) or x is None:
         return x
     raise Unsupported(f"operand {x!r} is neither a tensor nor a number")
 
@@ -71,7 +71,7 @@ def _unary_params(op: str):
         params = {}
         for i, (name, default) in enumerate(spec):
             value = args[i + 1] if len(args) > i + 1 else kwargs.get(name, default)
-            if isinstance(value, Node):
+            if isinstance(value, IRNode):
                 raise Unsupported(f"{op} with a tensor {name} is not in the library")
             params[name] = value
         if op == "gelu" and params["approximate"] not in ("none", "tanh"):
@@ -87,8 +87,8 @@ def _binary(op: str, scaled: bool = False, reverse: bool = False):
         if reverse:
             a, b = b, a
         if alpha != 1:
-            b = lw.pw("mul", b, alpha) if isinstance(b, Node) else b * alpha
-        if not isinstance(a, Node) and not isinstance(b, Node):
+            b = lw.pw("mul", b, alpha) if isinstance(b, IRNode) else b * alpha
+        if not isinstance(a, IRNode) and not isinstance(b, IRNode):
             raise Unsupported(f"{op} of two numbers")
         return _final(lw, lw.pw(op, a, b), fx_node)
     return handler
@@ -109,7 +109,7 @@ def _div(lw, fx_node, overload, args, kwargs):
 def _clamp(lw, fx_node, overload, args, kwargs):
     x = args[0]
     lo, hi = _arg(args, kwargs, 1, "min"), _arg(args, kwargs, 2, "max")
-    if isinstance(lo, Node) or isinstance(hi, Node):
+    if isinstance(lo, IRNode) or isinstance(hi, IRNode):
         out = x
         if lo is not None:
             out = lw.pw("maximum", out, lo)
@@ -122,7 +122,7 @@ def _clamp(lw, fx_node, overload, args, kwargs):
 def _clamp_side(side: str):
     def handler(lw, fx_node, overload, args, kwargs):
         bound = args[1]
-        if isinstance(bound, Node):
+        if isinstance(bound, IRNode):
             return _final(lw, lw.pw("maximum" if side == "lo" else "minimum", args[0], bound), fx_node)
         return _final(lw, lw.pw("clamp", args[0], params={side: bound}), fx_node)
     return handler
@@ -134,9 +134,9 @@ def _relu6(lw, fx_node, overload, args, kwargs):
 
 def _pow(lw, fx_node, overload, args, kwargs):
     base, exponent = args[0], args[1]
-    if isinstance(base, Node) and not isinstance(exponent, Node):
+    if isinstance(base, IRNode) and not isinstance(exponent, IRNode):
         return _final(lw, lw.pw("pow_scalar", base, params={"exponent": float(exponent)}), fx_node)
-    if not isinstance(base, Node):
+    if not isinstance(base, IRNode):
         if base <= 0:
             raise Unsupported(f"pow with scalar base {base}")
         return _final(lw, lw.pw("scalar_pow", exponent, params={"base": float(base)}), fx_node)
@@ -145,7 +145,7 @@ def _pow(lw, fx_node, overload, args, kwargs):
 
 def _minmax_binary(op: str):
     def handler(lw, fx_node, overload, args, kwargs):
-        if overload in ("other", "", "default") and len(args) > 1 and isinstance(args[1], Node):
+        if overload in ("other", "", "default") and len(args) > 1 and isinstance(args[1], IRNode):
             return _final(lw, lw.pw(op, args[0], args[1]), fx_node)
         raise Unsupported(f"{op} form {overload} is not in the library")
     return handler
@@ -301,7 +301,7 @@ def _softmax(log: bool):
     return handler
 
 
-def _normalize(lw: Lowering, x: Node, dims, eps: float) -> Node:
+def _normalize(lw: Lowering, x: IRNode, dims, eps: float) -> IRNode:
     """(x - mean) / sqrt(var + eps) over `dims`, biased variance (as every ATen norm)."""
     mean = lw.reduce("mean", x, dims, True)
     d = lw.pw("sub", x, mean)
@@ -309,7 +309,7 @@ def _normalize(lw: Lowering, x: Node, dims, eps: float) -> Node:
     return lw.pw("mul", d, lw.pw("rsqrt", lw.pw("add", var, float(eps))))
 
 
-def _affine(lw: Lowering, y: Node, weight, bias) -> Node:
+def _affine(lw: Lowering, y: IRNode, weight, bias) -> IRNode:
     if weight is not None:
         y = lw.pw("mul", y, weight)
     if bias is not None:
@@ -319,7 +319,7 @@ def _affine(lw: Lowering, y: Node, weight, bias) -> Node:
 
 def _channel_view(lw: Lowering, t: Any, rank: int) -> Any:
     """A per-channel (C,) tensor as (C, 1, ..., 1) so it broadcasts over dim 1 of a rank-`rank` input."""
-    if not isinstance(t, Node) or rank <= 2:
+    if not isinstance(t, IRNode) or rank <= 2:
         return t
     shape = [t.shape[0]] + [1] * (rank - 2)
     return lw.host(torch.ops.aten.view.default, [t, shape], shape=tuple(shape), dtype=t.dtype)
@@ -375,7 +375,7 @@ def _group_norm(lw, fx_node, overload, args, kwargs):
     x, groups = args[0], args[1]
     weight, bias = _arg(args, kwargs, 2, "weight"), _arg(args, kwargs, 3, "bias")
     eps = _arg(args, kwargs, 4, "eps", 1e-5)
-    n, c = x.shape[0], x.shape[1]
+    n = x.shape[0]
     rest = 1
     for s in x.shape[1:]:
         rest *= s

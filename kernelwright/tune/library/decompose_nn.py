@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .graph import example_shape
-from .ir import CONV, POOL, Node, Unsupported
-from .lower import Lowering, _Missing
+from .ir import CONV, POOL, IRNode, Unsupported
+from .lowering import Lowering, _Missing
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
@@ -34,15 +34,15 @@ def ntuple(value: Any, n: int, what: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _window_input(x: Any, nd: int, op: str) -> Node:
-    if not isinstance(x, Node) or not x.is_tensor or len(x.shape) < nd + 1:
+def _window_input(x: Any, nd: int, op: str) -> IRNode:
+    if not isinstance(x, IRNode) or not x.is_tensor or len(x.shape) < nd + 1:
         raise Unsupported(f"{op} of a value that is not a tensor with {nd} window dims")
     if x.dtype is None or not x.dtype.is_floating_point:
         raise Unsupported(f"{op} of a {x.dtype} tensor; the library pools float tensors only")
     return x
 
 
-def _pool_node(lw: Lowering, fx_node, kind: str, x: Node, params: dict) -> Node:
+def _pool_node(lw: Lowering, fx_node, kind: str, x: IRNode, params: dict) -> IRNode:
     val = fx_node.meta.get("val")
     if isinstance(val, (tuple, list)):  # max_pool*_with_indices: (values, indices)
         val = val[0]
@@ -111,14 +111,14 @@ def _adaptive_avg_pool(nd: int):
 
 
 def _conv_node(lw: Lowering, fx_node, x: Any, weight: Any, bias: Any, nd: int, *, stride, padding, dilation,
-               groups, transposed: bool, output_padding=0) -> Node:
+               groups, transposed: bool, output_padding=0) -> IRNode:
     op = f"conv{'_transpose' if transposed else ''}{nd}d"
     x = _window_input(x, nd, op)
     if len(x.shape) != nd + 2:
         raise Unsupported(f"{op} of an unbatched input")
-    if not isinstance(weight, Node) or not weight.is_tensor or len(weight.shape) != nd + 2:
+    if not isinstance(weight, IRNode) or not weight.is_tensor or len(weight.shape) != nd + 2:
         raise Unsupported(f"{op} with a weight that is not an {nd + 2}-d tensor")
-    if weight.dtype != x.dtype or (isinstance(bias, Node) and bias.dtype != x.dtype):
+    if weight.dtype != x.dtype or (isinstance(bias, IRNode) and bias.dtype != x.dtype):
         raise Unsupported(f"{op} of mixed dtypes")
     kernel = tuple(weight.shape[2:])
     dilation = ntuple(dilation, nd, "dilation")
@@ -130,7 +130,7 @@ def _conv_node(lw: Lowering, fx_node, x: Any, weight: Any, bias: Any, nd: int, *
     shape, dtype = lw.meta(fx_node)
     if shape is None:
         raise Unsupported(f"the graph records no output shape for {op}")
-    args = [x, weight] + ([bias] if isinstance(bias, Node) else [])
+    args = [x, weight] + ([bias] if isinstance(bias, IRNode) else [])
     return lw.add(CONV, op, args, params=params, shape=shape, dtype=dtype or x.dtype)
 
 
@@ -158,7 +158,7 @@ def _conv(nd: int, transposed: bool):
 
 def _convolution(lw, fx_node, overload, args, kwargs):
     x, weight, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
-    nd = len(weight.shape) - 2 if isinstance(weight, Node) and weight.is_tensor else 0
+    nd = len(weight.shape) - 2 if isinstance(weight, IRNode) and weight.is_tensor else 0
     if nd not in (1, 2, 3):
         raise Unsupported("aten.convolution over other than 1-3 dims")
     return _conv_node(lw, fx_node, x, weight, bias, nd, stride=stride, padding=padding, dilation=dilation,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .ir import ANCHORS, HOST, POINTWISE, REDUCE, Node, Program, Unsupported, flat_args
+from .ir import ANCHORS, HOST, POINTWISE, REDUCE, IRNode, Program, Unsupported, flat_args
 
 FULL, RED, SQZ = "full", "reduced", "squeezed"
 
@@ -22,18 +22,18 @@ class Group:
     index: int
     kind: str  # "pointwise" | "reduce" | "gemm" | "pool" | "conv"
     domain: tuple[int, ...]  # the full shape the group iterates over (gemm/pool/conv: the anchor's output)
-    nodes: list[Node] = field(default_factory=list)
+    nodes: list[IRNode] = field(default_factory=list)
     dims: tuple[int, ...] = ()  # reduce: the reduced dims of the domain
-    inputs: list[Node] = field(default_factory=list)  # tensors read from memory
-    scalars: list[Node] = field(default_factory=list)  # host scalars the kernel takes as arguments
-    outputs: list[Node] = field(default_factory=list)
+    inputs: list[IRNode] = field(default_factory=list)  # tensors read from memory
+    scalars: list[IRNode] = field(default_factory=list)  # host scalars the kernel takes as arguments
+    outputs: list[IRNode] = field(default_factory=list)
 
     @property
-    def matmul(self) -> Node | None:
+    def matmul(self) -> IRNode | None:
         return self.nodes[0] if self.kind == "gemm" else None
 
     @property
-    def anchor(self) -> Node | None:
+    def anchor(self) -> IRNode | None:
         """The matmul, pooling or convolution a group with an epilogue starts with."""
         return self.nodes[0] if self.kind in ANCHORS.values() else None
 
@@ -81,7 +81,7 @@ class _Partitioner:
     def run(self) -> list[Group]:
         for node in self.program.nodes:
             if node.kind == HOST:
-                if any(isinstance(a, Node) and self._in_current(a) for a in flat_args(node)):
+                if any(isinstance(a, IRNode) and self._in_current(a) for a in flat_args(node)):
                     self._close()
             elif node.is_kernel:
                 if not (self.current and self._can_join(self.current, node)):
@@ -92,7 +92,7 @@ class _Partitioner:
         _assign_io(self.program, self.groups, self.group_of)
         return self.groups
 
-    def _in_current(self, node: Node) -> bool:
+    def _in_current(self, node: IRNode) -> bool:
         return self.current is not None and self.group_of.get(node.id) is self.current
 
     def _close(self) -> None:
@@ -100,11 +100,11 @@ class _Partitioner:
             self.groups.append(self.current)
         self.current = None
 
-    def _add(self, group: Group, node: Node) -> None:
+    def _add(self, group: Group, node: IRNode) -> None:
         group.nodes.append(node)
         self.group_of[node.id] = group
 
-    def _start(self, node: Node) -> Group:
+    def _start(self, node: IRNode) -> Group:
         index = len(self.groups)
         if node.kind in ANCHORS:
             return Group(index, ANCHORS[node.kind], node.shape)
@@ -117,14 +117,14 @@ class _Partitioner:
             raise Unsupported(f"a reduction over no dims of shape {list(arg.shape)}")
         return Group(index, "reduce", arg.shape, dims=node.dims)
 
-    def _can_join(self, group: Group, node: Node) -> bool:
+    def _can_join(self, group: Group, node: IRNode) -> bool:
         if node.kind in ANCHORS:
             return False
         if node.kind == REDUCE:
             return self._can_join_reduce(group, node)
         return self._can_join_pointwise(group, node)
 
-    def _can_join_reduce(self, group: Group, node: Node) -> bool:
+    def _can_join_reduce(self, group: Group, node: IRNode) -> bool:
         arg = node.args[0]
         if group.kind in ANCHORS.values() or not node.dims:
             return False
@@ -138,7 +138,7 @@ class _Partitioner:
         cls = group.shape_class(arg.shape)
         return cls == FULL or (cls == RED and node.keepdim)
 
-    def _can_join_pointwise(self, group: Group, node: Node) -> bool:
+    def _can_join_pointwise(self, group: Group, node: IRNode) -> bool:
         cls = group.shape_class(node.shape)
         if cls is None:
             return False
@@ -168,12 +168,12 @@ def _numel(shape) -> int:
 
 def _assign_io(program: Program, groups: list[Group], group_of: dict[int, Group]) -> None:
     users = program.users()
-    output_ids = {o.id for o in program.outputs if isinstance(o, Node)}
+    output_ids = {o.id for o in program.outputs if isinstance(o, IRNode)}
     for group in groups:
         members = {n.id for n in group.nodes}
         for node in group.nodes:
             for arg in node.args:
-                if not isinstance(arg, Node) or arg.id in members:
+                if not isinstance(arg, IRNode) or arg.id in members:
                     continue
                 if arg.is_tensor:
                     if arg not in group.inputs:

@@ -40,7 +40,7 @@ def capture(problem, seed: int = 0) -> Captured:
             with torch.device(device):
                 model = problem.make_model(seed) if device == "cpu" else _meta_model(problem, seed)
                 inputs = problem.make_inputs(seed) if device == "cpu" else list(problem.module.get_inputs())
-        except Exception as exc:  # the user's constructor or get_inputs: try the next device
+        except Exception as exc:  # noqa: BLE001 -- the user's constructor or get_inputs: try the next device
             failures.append(f"{device}: {type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}")
             continue
         if any(not isinstance(x, (torch.Tensor, int, float, bool)) for x in inputs):
@@ -72,7 +72,7 @@ def _export(model, args: tuple, failures: list[str], device: str) -> Captured | 
         try:
             program = torch.export.export(model, args, dynamic_shapes=shapes, strict=False)
             return Captured(program, shapes is not None)
-        except Exception as exc:  # some models only export with static shapes, or not on meta
+        except Exception as exc:  # noqa: BLE001 -- some models only export with static shapes, or not on meta
             failures.append(f"{device}{' dynamic' if shapes else ''}: {type(exc).__name__}: "
                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''}")
     return None

@@ -25,7 +25,7 @@ ANCHORS = {MATMUL: "gemm", POOL: "pool", CONV: "conv"}  # node kinds that start 
 
 
 @dataclass(eq=False)
-class Node:
+class IRNode:
     id: int
     kind: str
     op: str  # canonical op (pointwise/reduce/matmul), ATen target text (host), source (input)
@@ -51,11 +51,11 @@ class Node:
     def is_tensor(self) -> bool:
         return self.shape is not None
 
-    def tensor_args(self) -> list["Node"]:
-        return [a for a in self.args if isinstance(a, Node) and a.is_tensor]
+    def tensor_args(self) -> list["IRNode"]:
+        return [a for a in self.args if isinstance(a, IRNode) and a.is_tensor]
 
     def __repr__(self) -> str:
-        args = ", ".join(a.name if isinstance(a, Node) else repr(a) for a in self.args)
+        args = ", ".join(a.name if isinstance(a, IRNode) else repr(a) for a in self.args)
         return f"{self.name} = {self.kind}:{self.op}({args}) {list(self.shape) if self.shape else ''}"
 
 
@@ -63,17 +63,17 @@ class Node:
 class Program:
     """A lowered forward: nodes in execution order, its user inputs and outputs."""
 
-    nodes: list[Node]
-    user_inputs: list[Node]
+    nodes: list[IRNode]
+    user_inputs: list[IRNode]
     outputs: list[Any]  # Node or constants
     single_output: bool
     dynamic: bool  # shapes were exported as symbolic (instances follow runtime sizes)
 
-    def users(self) -> dict[int, list[Node]]:
-        found: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
+    def users(self) -> dict[int, list[IRNode]]:
+        found: dict[int, list[IRNode]] = {n.id: [] for n in self.nodes}
         for node in self.nodes:
             for arg in _flat(node.args) + _flat(list(node.kwargs.values())):
-                if isinstance(arg, Node):
+                if isinstance(arg, IRNode):
                     found[arg.id].append(node)
         return found
 
@@ -88,7 +88,7 @@ def _flat(items: list) -> list:
     return out
 
 
-def flat_args(node: Node) -> list:
+def flat_args(node: IRNode) -> list:
     return _flat(node.args) + _flat(list(node.kwargs.values()))
 
 

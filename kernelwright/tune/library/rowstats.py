@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .codegen import Emitter, operand
-from .ir import REDUCE, Node
+from .ir import REDUCE, IRNode
 
 NEG_INF = '-float("inf")'
 NEUTRAL = {"sum": "0.0", "mean": "0.0", "max": NEG_INF, "min": 'float("inf")'}
@@ -37,8 +37,8 @@ class Stat:
     """One running statistic of the group: `nodes` are the reductions it yields."""
 
     kind: str  # simple | softmax | welford
-    nodes: list[Node]  # simple: [r]; softmax: [max, sum of exp]; welford: [mean, sum/mean of squares]
-    arg: Node  # the full-size value reduced (a group node or input)
+    nodes: list[IRNode]  # simple: [r]; softmax: [max, sum of exp]; welford: [mean, sum/mean of squares]
+    arg: IRNode  # the full-size value reduced (a group node or input)
     index: int = 0
 
     def var(self, slot: int) -> str:
@@ -51,15 +51,15 @@ class Stat:
 
 def _member(node: Any, group_ids: set[int], op: str | tuple[str, ...]) -> bool:
     ops = (op,) if isinstance(op, str) else op
-    return isinstance(node, Node) and node.id in group_ids and node.op in ops
+    return isinstance(node, IRNode) and node.id in group_ids and node.op in ops
 
 
-def _level1_reduce(node: Any, op: str, arg: Node, plan) -> bool:
-    return (isinstance(node, Node) and node.kind == REDUCE and node.op == op and node.id in plan.member
+def _level1_reduce(node: Any, op: str, arg: IRNode, plan) -> bool:
+    return (isinstance(node, IRNode) and node.kind == REDUCE and node.op == op and node.id in plan.member
             and node.args[0] is arg and plan.level.get(node.id) == 1)
 
 
-def _softmax_pair(s: Node, plan) -> Stat | None:
+def _softmax_pair(s: IRNode, plan) -> Stat | None:
     """s = sum(exp(y - m)) with m = max(y)."""
     e = s.args[0]
     if s.op != "sum" or not _member(e, plan.member, "exp"):
@@ -68,25 +68,25 @@ def _softmax_pair(s: Node, plan) -> Stat | None:
     if not _member(shifted, plan.member, "sub") or len(shifted.args) != 2:
         return None
     y, m = shifted.args
-    if not isinstance(y, Node) or not _level1_reduce(m, "max", y, plan):
+    if not isinstance(y, IRNode) or not _level1_reduce(m, "max", y, plan):
         return None
     return Stat("softmax", [m, s], y)
 
 
-def _centered(d: Any, plan) -> tuple[Node, Node] | None:
+def _centered(d: Any, plan) -> tuple[IRNode, IRNode] | None:
     """(y, mu) when d = y - mu with mu = mean(y)."""
     if not _member(d, plan.member, "sub") or len(d.args) != 2:
         return None
     y, mu = d.args
-    if isinstance(y, Node) and _level1_reduce(mu, "mean", y, plan):
+    if isinstance(y, IRNode) and _level1_reduce(mu, "mean", y, plan):
         return y, mu
     return None
 
 
-def _welford_pair(s2: Node, plan) -> Stat | None:
+def _welford_pair(s2: IRNode, plan) -> Stat | None:
     """s2 = sum/mean((y - mu)**2) with mu = mean(y) (the square as d*d, square(d) or d**2)."""
     sq = s2.args[0]
-    if s2.op not in ("sum", "mean") or not isinstance(sq, Node) or sq.id not in plan.member:
+    if s2.op not in ("sum", "mean") or not isinstance(sq, IRNode) or sq.id not in plan.member:
         return None
     if sq.op == "mul" and len(sq.args) == 2:
         first, second = (_centered(a, plan) for a in sq.args)

@@ -18,7 +18,7 @@ from .codegen import (
     pow2_range, store_value, torch_dtype,
 )
 from .fuse import FULL, Group
-from .ir import REDUCE, Node
+from .ir import REDUCE, IRNode
 from .rowstats import COMBINE, FINISH, NEUTRAL, emit_online, find_stats, slot_count
 
 
@@ -38,8 +38,8 @@ class _Plan:
         for node in group.nodes:
             self._classify(node)
 
-    def _classify(self, node: Node) -> None:
-        tensors = [a for a in node.args if isinstance(a, Node) and a.id in self.cls]
+    def _classify(self, node: IRNode) -> None:
+        tensors = [a for a in node.args if isinstance(a, IRNode) and a.id in self.cls]
         if node.kind == REDUCE:
             arg = node.args[0]
             self.cls[node.id] = "red"
@@ -48,10 +48,10 @@ class _Plan:
         self.cls[node.id] = "full" if any(self.cls[a.id] == "full" for a in tensors) else "red"
         self.level[node.id] = max([self.level[a.id] for a in tensors], default=0)
 
-    def is_alias_reduce(self, node: Node) -> bool:
+    def is_alias_reduce(self, node: IRNode) -> bool:
         return node.kind == REDUCE and self.cls[node.args[0].id] == "red"
 
-    def full_deps(self, targets: list[Node]) -> tuple[list[int], list[Node]]:
+    def full_deps(self, targets: list[IRNode]) -> tuple[list[int], list[IRNode]]:
         """Full-class inputs and nodes needed to compute `targets` inside a chunk loop."""
         needed: set[int] = set()
         inputs: set[int] = set()
@@ -60,7 +60,7 @@ class _Plan:
         while stack:
             node = stack.pop()
             for arg in node.args:
-                if not isinstance(arg, Node) or arg.id not in self.cls or self.cls[arg.id] != "full":
+                if not isinstance(arg, IRNode) or arg.id not in self.cls or self.cls[arg.id] != "full":
                     continue
                 if arg.id in index:
                     inputs.add(index[arg.id])
@@ -76,13 +76,13 @@ class _Plan:
         return sorted(inputs), order
 
 
-def _bshape(x: Node, group: Group) -> tuple[int, ...]:
+def _bshape(x: IRNode, group: Group) -> tuple[int, ...]:
     """An input's shape broadcast to the domain's rank, as the group reads it."""
     import torch
 
     full = tuple(torch.broadcast_shapes(x.shape, group.domain))
     keep = group.keep_shape
-    reduced_only = all(x_s == 1 for x_s, d in zip(_pad(x.shape, len(full)), range(len(full))) if d in group.dims)
+    reduced_only = all(x_s == 1 for x_s, d in zip(_pad(x.shape, len(full)), range(len(full)), strict=False) if d in group.dims)
     return keep if reduced_only else full
 
 
@@ -90,20 +90,20 @@ def _pad(shape, rank):
     return (1,) * (rank - len(shape)) + tuple(shape)
 
 
-def _load(i: int, node: Node, full: bool) -> str:
+def _load(i: int, node: IRNode, full: bool) -> str:
     offset = f"in{i}_base + in{i}_q" + (f" + r_hi * in{i}_sr0 + r_lo * in{i}_sr1" if full else "")
     mask = "mask" if full else "q_mask"
     return f"x{i} = tl.load(in{i} + ({offset}), mask={mask}, other=0){load_suffix(node)}"
 
 
-def _reduce_single(node: Node, names: dict[int, str]) -> str:
+def _reduce_single(node: IRNode, names: dict[int, str]) -> str:
     arg = operand(node.args[0], names)
     value = f"tl.where(mask, {arg}, {NEUTRAL[node.op]})"
     out = f"{FINISH[node.op]}({value}, axis=0)[None, :]"
     return f"{node.name} = {out}" + (" / RF" if node.op == "mean" else "")
 
 
-def _emit_nodes(k: Emitter, nodes: list[Node], plan: _Plan, names: dict[int, str], single: bool) -> None:
+def _emit_nodes(k: Emitter, nodes: list[IRNode], plan: _Plan, names: dict[int, str], single: bool) -> None:
     for node in nodes:
         if node.kind == REDUCE:
             if plan.is_alias_reduce(node):
@@ -178,7 +178,7 @@ def _emit_looped(k: Emitter, group: Group, plan: _Plan, names: dict[int, str]) -
                       and not plan.is_alias_reduce(n)]
         for node in reductions:
             k(f"acc_{node.name} = tl.full([BLOCK_R, BLOCK_Q], {NEUTRAL[node.op]}, tl.float32)")
-        _chunk_loop(k, group, plan, names, [n.args[0] for n in reductions], lambda: [
+        _chunk_loop(k, group, plan, names, [n.args[0] for n in reductions], lambda reductions=reductions: [
             k(f"acc_{n.name} = " + COMBINE[n.op].format(
                 a=f"acc_{n.name}", b=f"tl.where(mask, {operand(n.args[0], names)}, {NEUTRAL[n.op]})"))
             for n in reductions])
@@ -195,7 +195,7 @@ def _emit_looped(k: Emitter, group: Group, plan: _Plan, names: dict[int, str]) -
 
 def _chunk_loop(k: Emitter, group: Group, plan: _Plan, names: dict[int, str], targets: list, body,
                 start: str = "0", stop: str = "R") -> None:
-    inputs, nodes = plan.full_deps([t for t in targets if isinstance(t, Node)])
+    inputs, nodes = plan.full_deps([t for t in targets if isinstance(t, IRNode)])
     k(f"for r0 in range({start}, {stop}, BLOCK_R):")
     k.push()
     k("r = r0 + rr")

@@ -5,7 +5,6 @@ Kernels address each operand through strides over a few merged dimensions: broad
 zero stride, and adjacent dimensions that are laid out contiguously for every operand merge into
 one, so the common all-contiguous case becomes a flat index.
 """
-import torch
 
 
 def kw_strides(t, shape):

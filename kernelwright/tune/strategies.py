@@ -23,11 +23,11 @@ from typing import Any
 
 from .template import config_key
 
-STRATEGIES = ("exhaustive", "random", "tpe", "cmaes", "gp")
-CHOICES = ("auto",) + STRATEGIES  # auto: exhaustive when the budget covers the space, else tpe (tuner.py)
+TUNE_STRATEGIES = ("exhaustive", "random", "tpe", "cmaes", "gp")
+CHOICES = ("auto",) + TUNE_STRATEGIES  # auto: exhaustive when the budget covers the space, else tpe (tuner.py)
 
 
-class Strategy:
+class TuneStrategy:
     """Base: the bookkeeping of what was proposed and measured."""
 
     name = "base"
@@ -51,7 +51,7 @@ class Strategy:
         self.values[config_key(config)] = value
 
 
-class OrderedStrategy(Strategy):
+class OrderedStrategy(TuneStrategy):
     """Walks a fixed order of the configurations (exhaustive, random)."""
 
     def __init__(self, configs, seed: int = 0, order: list[int] | None = None):
@@ -84,7 +84,7 @@ class RandomSearch(OrderedStrategy):
         super().__init__(configs, seed, order)
 
 
-class OptunaStrategy(Strategy):
+class OptunaStrategy(TuneStrategy):
     """An optuna sampler driven through study.ask()/study.tell() on the encoded space."""
 
     def __init__(self, configs, params: dict[str, tuple], sampler: str, seed: int = 0, budget: int | None = None):
@@ -145,7 +145,7 @@ class OptunaStrategy(Strategy):
         left = [c for c in self.configs if config_key(c) not in self.proposed]
         distances = [self._distance(c, target) for c in left]
         nearest = min(distances)
-        config = self.rng.choice([c for c, d in zip(left, distances) if d == nearest])
+        config = self.rng.choice([c for c, d in zip(left, distances, strict=False) if d == nearest])
         self.proposed.add(config_key(config))
         return config
 
@@ -241,8 +241,8 @@ def _sampler(optuna, name: str, seed: int, budget: int | None):
     raise ValueError(f"unknown optuna sampler {name!r}")
 
 
-def make_strategy(name: str, configs: list[dict[str, Any]], params: dict[str, tuple],
-                  seed: int = 0, budget: int | None = None) -> Strategy:
+def make_tune_strategy(name: str, configs: list[dict[str, Any]], params: dict[str, tuple],
+                  seed: int = 0, budget: int | None = None) -> TuneStrategy:
     """A strategy by name (see STRATEGIES) over the feasible `configs` of a space `params`."""
     if name == "exhaustive":
         return Exhaustive(configs, seed)
@@ -255,4 +255,4 @@ def make_strategy(name: str, configs: list[dict[str, Any]], params: dict[str, tu
             raise ValueError(f"the {name} strategy needs optuna (pip install optuna); "
                              "exhaustive and random need nothing") from None
         return OptunaStrategy(configs, params, name, seed, budget)
-    raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+    raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(TUNE_STRATEGIES)}")
