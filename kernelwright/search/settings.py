@@ -77,7 +77,7 @@ class Settings:
         self._validate_tuning()
 
     def _validate_tuning(self) -> None:
-        from kernelwright.tune.search import CHOICES
+        from kernelwright.tune.strategies import CHOICES
 
         if self.tune_strategy not in CHOICES:
             raise SettingsError(f"tune_strategy {self.tune_strategy!r} is not one of {', '.join(CHOICES)}")

@@ -25,7 +25,7 @@ from typing import Any
 from .evaluate import PRUNED, Measurement
 from .hardware import DeviceLimits
 from .prune import PrunedConfig, PruneReport, prune_space
-from .search import Strategy, make_strategy
+from .strategies import TuneStrategy, make_tune_strategy
 from .template import Template, config_key
 from .tuner import Trial, TuneResult, resolve_strategy
 
@@ -41,10 +41,10 @@ class TunerState:
         self.trials: list[Trial] = []
         self.outstanding: dict[str, dict[str, Any]] = {}  # config key -> configuration asked, not told
         self._exhausted = False
-        self._search: Strategy | None = None
+        self._search: TuneStrategy | None = None
         self._first: list[dict[str, Any]] = []
         if feasible and self.budget:
-            self._search = make_strategy(self.strategy, feasible, template.params, seed=seed, budget=self.budget)
+            self._search = make_tune_strategy(self.strategy, feasible, template.params, seed=seed, budget=self.budget)
             keys = {config_key(c) for c in feasible}
             for config in first or []:
                 key = config_key(config)

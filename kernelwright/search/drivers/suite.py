@@ -141,16 +141,16 @@ def _run_sessions(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOption
                   on_progress: Progress | None) -> list[tuple[SuiteEntry, RunOutcome | Exception]]:
     from kernelwright.problem import ProblemError
 
-    from .session import Session
+    from .session import SearchSession
 
     results: dict[str, RunOutcome | Exception] = {}
-    sessions: dict[str, Session] = {}
+    sessions: dict[str, SearchSession] = {}
     pool = _shared_pool(options)
     shared = Shared(pool=pool)
     try:
         for entry, run_options in plans:
             try:
-                sessions[entry.name] = Session(dataclasses.replace(run_options, shared=shared),
+                sessions[entry.name] = SearchSession(dataclasses.replace(run_options, shared=shared),
                                                _named(on_progress, entry.name))
             except (RunError, ProblemError) as exc:
                 results[entry.name] = exc
