@@ -107,7 +107,7 @@ def _triton_version() -> str:
         import triton
 
         return triton.__version__
-    except Exception:  # torch.compile without triton (CPU): the C++ backend decides
+    except Exception:  # noqa: BLE001 -- torch.compile without triton (CPU): the C++ backend decides
         return ""
 
 
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         config = JudgeConfig.from_dict(json.loads(args.config))
         record: dict[str, Any] = time_baseline(args.problem, ast.literal_eval(args.overrides), config,
                                                args.device, args.kind)
-    except Exception as exc:  # the parent reports it as Baselines.errors[kind]
+    except Exception as exc:  # noqa: BLE001 -- the parent reports it as Baselines.errors[kind]
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         record = {"error": f"{args.kind} baseline failed: {type(exc).__name__}: {exc}\n" + "".join(lines)[-1500:]}
     Path(args.out).write_text(json.dumps(record))

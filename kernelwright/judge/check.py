@@ -168,7 +168,7 @@ def _run_reference(problem, model, seed, variant, device, sync) -> tuple[list[to
     with torch.no_grad():
         outs = flatten_outputs(model(*inputs))
     sync()
-    mutated = [i for i, (x, b) in enumerate(zip(inputs, before)) if fingerprint(x) != b]
+    mutated = [i for i, (x, b) in enumerate(zip(inputs, before, strict=False)) if fingerprint(x) != b]
     return [o.detach() for o in outs], mutated, inputs
 
 
@@ -276,7 +276,7 @@ def compare(outs: list[torch.Tensor], refs: list[torch.Tensor], config, device: 
         return Comparison(False, shape_ok=False,
                           message=f"forward returned {len(outs)} tensors; the reference returns {len(refs)}")
     results = [compare_tensor(o, r, config, device, i if len(refs) > 1 else None)
-               for i, (o, r) in enumerate(zip(outs, refs))]
+               for i, (o, r) in enumerate(zip(outs, refs, strict=False))]
     merged = Comparison(ok=all(c.ok for c in results))
     for c in results:
         merged.shape_ok &= c.shape_ok

@@ -325,7 +325,7 @@ def _import_prebuilt(arguments: dict):
         return None
     try:
         return importer(arguments["name"], arguments["build_directory"], arguments.get("is_python_module", True))
-    except Exception:  # a damaged build folder: build again
+    except Exception:  # noqa: BLE001 -- a damaged build folder: build again
         return None
 
 

@@ -19,7 +19,7 @@ from .toolchain import TOOLS_FILE, driver_version, nvcc_version, run_tool as _ru
 def _safe(probe: Callable[[], Any], default: Any = None) -> Any:
     try:
         return probe()
-    except Exception:  # a probe that fails only leaves its field empty
+    except Exception:  # noqa: BLE001 -- a probe that fails only leaves its field empty
         return default
 
 

@@ -49,7 +49,7 @@ def dominant_dtype(problem) -> torch.dtype:
         tensors = [x for x in problem.module.get_inputs() if isinstance(x, torch.Tensor)]
         try:
             tensors += list(problem.Model(*problem.module.get_init_inputs()).state_dict().values())
-        except Exception:  # a constructor meta cannot run: inputs decide
+        except Exception:  # noqa: BLE001 -- a constructor meta cannot run: inputs decide
             pass
     for tensor in tensors:
         if tensor.is_floating_point():
@@ -68,7 +68,7 @@ def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: 
     try:
         footprint = measure(problem)
         kind = peak_kind(dominant_dtype(problem), allow_tf32)
-    except Exception:  # a problem the meta device cannot describe has no floor
+    except Exception:  # noqa: BLE001 -- a problem the meta device cannot describe has no floor
         return None
     return floor_from(footprint.flops, footprint.bytes, peaks, kind)
 

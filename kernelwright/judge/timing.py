@@ -184,7 +184,7 @@ def _capture_graph(fn: Callable[[], object], clock: _CudaClock):
         with torch.cuda.graph(graph):
             fn()
         clock.synchronize()
-    except Exception as exc:  # many candidates cannot be captured (host syncs, allocations): say so
+    except Exception as exc:  # noqa: BLE001 -- many candidates cannot be captured (host syncs, allocations): say so
         clock.synchronize()
         return None, f"CUDA graph capture failed ({type(exc).__name__}: {str(exc)[:200]}); timed eager calls"
     return (lambda: replay(graph)), "CUDA graph replays"
@@ -212,14 +212,14 @@ def _estimate_ms(call: Callable[[], object], clock: _CudaClock, flush: torch.Ten
 def _timed_reps(call, clock: _CudaClock, flush: torch.Tensor | None, reps: int) -> list[float]:
     starts = [clock.event() for _ in range(reps)]
     ends = [clock.event() for _ in range(reps)]
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=False):
         if flush is not None:
             flush.zero_()
         clock.record(start)
         call()
         clock.record(end)
     clock.synchronize()
-    return [clock.elapsed(s, e) for s, e in zip(starts, ends)]
+    return [clock.elapsed(s, e) for s, e in zip(starts, ends, strict=False)]
 
 
 def _measure_cuda(fn, config: JudgeConfig, device: torch.device) -> tuple[TimingStats, list[Flag]]:

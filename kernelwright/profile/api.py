@@ -47,7 +47,7 @@ def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None
         run = ProfileRun(config, work, report, problem, candidate, executor)
         try:
             _profile(run)
-        except Exception as exc:  # a bug in profiling must not take the judge down
+        except Exception as exc:  # noqa: BLE001 -- a bug in profiling must not take the judge down
             report.status = FAILED
             report.findings.append(notice(f"Profiling stopped by an internal error: {type(exc).__name__}: {exc}"))
     report.findings = rank_findings(report.findings, config.max_findings)

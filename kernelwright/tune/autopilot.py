@@ -241,7 +241,6 @@ def _reference_match(problem_path, name: str):
 
 
 def _no_template_message(problem, exc: Exception) -> str:
-    from .library import describe_problem
 
     try:
         from kernelwright.problem.ops import forward_op_kinds

@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from kernelwright.interop.kernelbench import (export_best, find_generations, kernel_name, problem_file,
                                               problem_key)

@@ -36,7 +36,7 @@ from kernelwright.judge.config import JudgeConfig
 
 from ..budget import Limits
 from ..problem_info import describe_problem
-from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunOptions, RunOutcome, check_problem_unchanged,
+from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged,
                       claim_run_dir, hold_run, mark_stale_interrupted, new_run_dir, new_run_id, resume_command)
 
 MODE = "autotune"
