@@ -146,7 +146,7 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
     rules = read_rules()
     assert "tune" not in rules["judge"].allowed and "problem" in rules["judge"].allowed
     assert "envvars" not in rules["judge"].allowed and "envvars" in rules["llm"].allowed
-    assert rules["search"].sub["search/drivers"] >= {"store", "report", "tune"}
+    assert rules["search"].sub["search/drivers"] >= {"store", "report"} and "tune" in rules["search"].allowed
     assert not _allowed(rules["search"], ["kernelwright", "search", "core"], "store")
     assert _allowed(rules["search"], ["kernelwright", "search", "drivers", "session"], "store.db")
     assert _allowed(rules["agents"], ["kernelwright", "agents", "templatizer"], "tune.template")
@@ -166,17 +166,21 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
 
 # Import cycles between files that remain, each with why. Every other cycle fails the test below.
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    # owned by the judge-throughput branch, which breaks the compile <-> env cycle and splits the worker
-    frozenset({"judge.buildservice", "judge.compile", "judge.env"}): "judge throughput branch breaks it",
-    frozenset({"judge.api", "judge.supervisor", "judge.worker"}): "judge throughput / ncu branches rework these",
-    # the batch runner calls the profile pass, which reads requests with the runner's helpers (a
-    # request-folder module of their own would break it; judge/ is being reworked by that branch)
+    # function-level imports kept where a module is loaded lazily on purpose; each is left for a
+    # follow-up that moves the shared piece into a module of its own
+    frozenset({"judge.buildservice", "judge.compile"}): "the trusted builder builds with compile's helpers; compile asks it",
+    frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
+    frozenset({"judge.api", "judge.forkserver", "judge.stages.check", "judge.stages.compile", "judge.stages.context",
+               "judge.stages.finish", "judge.stages.guard", "judge.stages.load", "judge.stages.profile",
+               "judge.stages.time", "judge.supervisor", "judge.worker"}):
+        "the worker's stages import the worker's entry helpers lazily; the fork server starts the supervisor",
     frozenset({"judge.batch", "judge.batch_profile"}): "request helpers shared with the profile pass",
-    # owned by the two-stage tuning branch (search/core.py, search/strategies/*)
     frozenset({"search.core", "search.strategies", "search.strategies.base", "search.strategies.beam",
-               "search.strategies.greedy", "search.strategies.mcts"}): "two-stage branch owns these",
-    # owned by the suite branch (search/drivers/*)
-    frozenset({"search.drivers.autotune", "search.drivers.session", "search.drivers.targets"}): "suite branch",
+               "search.strategies.greedy", "search.strategies.mcts", "search.tuning", "search.tuning_report"}):
+        "strategies read the engine's tree types; the engine makes its strategy and tuning step by name",
+    frozenset({"search.drivers.autotune", "search.drivers.imported", "search.drivers.session",
+               "search.drivers.targets"}): "run_optimization dispatches to the drivers, which reuse session's helpers",
+    frozenset({"report.html", "report.leaderboard", "report.markdown"}): "the leaderboard renders through both writers, which read its rows",
 }
 
 

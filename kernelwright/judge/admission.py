@@ -36,7 +36,7 @@ PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdi
 
 
 @dataclass
-class Reservation:
+class GpuReservation:
     """One admitted job on one GPU."""
 
     gpu: str
@@ -54,7 +54,7 @@ class MemoryAdmission:
     headroom_bytes: int = 2 * GIB
     margin: float = 1.25
     measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
-    _running: dict[str, list[Reservation]] = field(default_factory=dict)
+    _running: dict[str, list[GpuReservation]] = field(default_factory=dict)
     _exclusive_waiting: dict[str, int] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
@@ -69,11 +69,11 @@ class MemoryAdmission:
                 self.measured[key] = max(peak_bytes, self.measured.get(key, 0))
 
     @contextmanager
-    def admitted(self, gpu: str, key: str, exclusive: bool = False, timeout_s: float = 3600.0) -> Iterator[Reservation]:
+    def admitted(self, gpu: str, key: str, exclusive: bool = False, timeout_s: float = 3600.0) -> Iterator[GpuReservation]:
         """Hold a place on `gpu` for one job of problem `key` (blocks until it fits)."""
         need = self.estimate(key)
         exclusive = exclusive or need is None
-        reservation = Reservation(gpu=gpu, need=need or 0, exclusive=exclusive)
+        reservation = GpuReservation(gpu=gpu, need=need or 0, exclusive=exclusive)
         with self._cond:
             if exclusive:
                 self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
@@ -95,7 +95,7 @@ class MemoryAdmission:
                 self._running[gpu].remove(reservation)
                 self._cond.notify_all()
 
-    def _fits(self, job: Reservation) -> bool:
+    def _fits(self, job: GpuReservation) -> bool:
         running = self._running.get(job.gpu, [])
         if not running:
             return True

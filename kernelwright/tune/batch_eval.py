@@ -1,6 +1,6 @@
 """Template instances judged elsewhere: each becomes a request in a batch folder (judge/batch.py).
 
-`BatchEvaluator.evaluate(template, configs)` answers a configuration from the tuning cache, else
+`BatchTemplateEvaluator.evaluate(template, configs)` answers a configuration from the tuning cache, else
 from its verdict file in the folder; the others are written as requests (the problem as source
 text, the instance's code, the judge settings), and once every configuration of the call has been
 looked at, `VerdictsPending` is raised naming them. The tuner stops there; the run pauses. After
@@ -33,7 +33,7 @@ class VerdictsPending(Exception):
         super().__init__(f"{len(self.requests)} template instance(s) wait for verdicts in {self.folder}")
 
 
-class BatchEvaluator(JudgeEvaluator):
+class BatchTemplateEvaluator(JudgeEvaluator):
     """A JudgeEvaluator whose judge is a batch folder (see the module docstring)."""
 
     def __init__(self, problem_path: str | Path, config=None, *, folder: str | Path, problem_source: str,

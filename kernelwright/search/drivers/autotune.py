@@ -221,10 +221,10 @@ class AutotuneSession:
 
             return {"make_evaluator": functools.partial(JudgeEvaluator, pool=plan.shared.pool,
                                                         waiting=plan.shared.waiting)}
-        from kernelwright.tune.batch_eval import BatchEvaluator
+        from kernelwright.tune.batch_eval import BatchTemplateEvaluator
 
         options: dict[str, Any] = {
-            "make_evaluator": functools.partial(BatchEvaluator, folder=plan.batch_dir, prefix=plan.prefix,
+            "make_evaluator": functools.partial(BatchTemplateEvaluator, folder=plan.batch_dir, prefix=plan.prefix,
                                                 problem_source=plan.problem_source,
                                                 problem_name=plan.problem_name, on_found=self.on_found),
             "batch": plan.budget}

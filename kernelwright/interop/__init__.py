@@ -1,0 +1,1 @@
+"""Other projects' layouts: KernelBench's run folders (export our best candidates, read its generations)."""
