@@ -467,8 +467,9 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
     if info.timed_out:
         what = (f"timed out {where} after {clock.budget():g} s: the candidate hangs or is far too slow; "
                 "the whole process group was killed")
-    elif info.signal:
-        what = f"the judge process was killed by {info.signal} ({_SIGNAL_MEANING.get(info.signal, 'a fatal signal')}) {where}"
+    elif info.signal or _signal_of(info.exit_code):
+        name = info.signal or _signal_of(info.exit_code)
+        what = f"the judge process was killed by {name} ({_SIGNAL_MEANING.get(name, 'a fatal signal')}) {where}"
     elif info.exit_code is None:
         what = f"the judge process could not start: {info.stderr_tail.strip()}"
     else:
@@ -477,6 +478,19 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
                 "the candidate may have called sys.exit() or os._exit()")
     hint = relevant_lines(info.stderr_tail, request.candidate_label)
     return what + (f". Last output: {hint}" if hint else ".")
+
+
+def _signal_of(exit_code: int | None) -> str:
+    """The signal a shell-style exit code 128+N reports (the supervisor passes on its worker's death
+    that way: 137 is SIGKILL), else ""."""
+    import signal
+
+    if exit_code is None or not 128 < exit_code < 128 + 65:
+        return ""
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return ""
 
 
 _SIGNAL_MEANING = {

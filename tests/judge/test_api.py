@@ -137,3 +137,29 @@ def test_broken_files_are_answered_without_starting_a_worker():
     assert verdict.error == "the candidate does not load: cand.py, line 2: syntax error: invalid syntax"
     broken_problem = judge(SourceText("import torch\n", "prob"), SourceText("class ModelNew: pass", "c"))
     assert broken_problem.stage == "load" and broken_problem.error.startswith("problem/prob.py: a problem file")
+
+
+def _describe(tmp_path, info) -> str:
+    from kernelwright.judge.api import JudgeRequest, StageClock, describe_death
+    from kernelwright.judge.config import JudgeConfig
+
+    clock = StageClock(tmp_path / "progress", JudgeConfig())
+    request = JudgeRequest(config={}, result_path=str(tmp_path / "r.json"), progress_path=str(tmp_path / "progress"))
+    return describe_death(info, clock, request, "")
+
+
+def test_exit_code_137_is_a_kill_from_outside_not_the_candidate_exiting(tmp_path):
+    """The supervisor passes its worker's SIGKILL on as exit code 137 (the OOM killer, most often):
+    an error the system may have caused is not put on the candidate's sys.exit()."""
+    text = _describe(tmp_path, _info(exit_code=137))
+    assert "SIGKILL" in text and "out-of-memory killer" in text and "sys.exit" not in text
+
+
+def test_a_plain_exit_code_still_names_the_candidates_exit(tmp_path):
+    assert "sys.exit()" in _describe(tmp_path, _info(exit_code=3))
+
+
+def _info(**fields):
+    from kernelwright.judge.verdict import ProcessInfo
+
+    return ProcessInfo(**fields)
