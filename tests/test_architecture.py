@@ -4,7 +4,7 @@ functions included): the "imports allowed" column of the folder table is read as
 In that column a backticked folder (`judge/`) or module (`tune.template`) may be imported;
 "everything above" allows every folder in the rows above; a part that starts with a backticked
 sub-path of the row's folder followed by "also" (`search/drivers/` also `store/`) widens the rule
-for that sub-path only. Everything may import `rules/` and `files.py`; any folder but `judge/`
+for that sub-path only. Everything may import `rules/`, `files.py` and `procs.py`; any folder but `judge/`
 may import `envvars.py` and `configfile.py` (the table's last rows).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ DOC = ROOT / "docs" / "architecture.md"
 ROW = re.compile(r"^\| `([a-z_]+)/` \| .*? \| (.*) \|$")
 SUB_RULE = re.compile(r"^`([a-z_/.]+)` also (.*)$")
 TICKED = re.compile(r"`([a-z_]+(?:[./][a-z_]+)*)/?`")
-EVERYONE = {"rules", "files"}  # the lowest layer, and files.py (stdlib only)
+EVERYONE = {"rules", "files", "procs"}  # the lowest layer, and files.py / procs.py (stdlib only)
 TOP_MODULES = {"envvars", "configfile"}  # any folder but judge/ may import them
 
 
@@ -136,7 +136,7 @@ def test_imports_follow_the_documented_rules():
 
 
 def test_top_modules_import_only_each_other():
-    for name in TOP_MODULES | {"files"}:
+    for name in TOP_MODULES | {"files", "procs"}:
         for line, target in imports_of(PACKAGE / f"{name}.py"):
             assert target.removeprefix("kernelwright.") in TOP_MODULES, f"{name}.py:{line} imports {target}"
 

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelwright.procs import kill_group
+
 # imported once by the server, before any fork: what a worker would otherwise import itself
 PRELOAD = (
     "numpy", "torch", "torch.nn.functional", "torch.utils.cpp_extension", "torch._dynamo", "triton",
@@ -409,7 +411,7 @@ class _Server:
                 self._accept()
             for pid, conn in list(self.children.items()):
                 if conn in readable and not _peek_alive(conn):
-                    _kill_group(pid, signal.SIGTERM)  # the client went away: its evaluation goes too
+                    kill_group(pid, signal.SIGTERM)  # the client went away: its evaluation goes too
             self._reap()
         self._shutdown()
 
@@ -474,13 +476,13 @@ class _Server:
 
     def _shutdown(self) -> None:
         for pid in list(self.children):
-            _kill_group(pid, signal.SIGKILL if self.owner_gone else signal.SIGTERM)
+            kill_group(pid, signal.SIGKILL if self.owner_gone else signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
         while self.children and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.05)
         for pid in list(self.children):
-            _kill_group(pid, signal.SIGKILL)
+            kill_group(pid, signal.SIGKILL)
         time.sleep(0.1)
         self._reap()
 
@@ -603,13 +605,6 @@ def _peek_alive(conn: socket.socket) -> bool:
         return True
     except OSError:
         return False
-
-
-def _kill_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _drain(fd: int) -> None:

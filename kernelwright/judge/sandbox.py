@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelwright.procs import kill_group
+
 from .verdict import ProcessInfo
 
 POLL_S = 0.05
@@ -154,13 +156,6 @@ def child_env(spec: SandboxSpec) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
         return None
@@ -198,7 +193,7 @@ def run(spec: SandboxSpec) -> ProcessInfo:
         reader.start()
     _feed_stdin(proc, spec.stdin_text)
     timed_out = _wait(proc, spec, start)
-    _kill_group(proc)  # children the candidate left behind go with it
+    kill_group(proc)  # children the candidate left behind go with it
     for reader in readers:
         reader.join(timeout=2)
     return ProcessInfo(
@@ -250,7 +245,7 @@ def _stop(proc: subprocess.Popen, grace_s: float) -> None:
             proc.wait(timeout=grace_s)
         except (OSError, subprocess.TimeoutExpired):
             pass
-    _kill_group(proc)
+    kill_group(proc)
     proc.wait()
 
 

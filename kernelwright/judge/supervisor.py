@@ -41,6 +41,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelwright.files import atomic_write
+
 from . import proctree, service
 from .api import JudgeRequest, source_filename
 from .config import JudgeConfig
@@ -328,9 +330,7 @@ class Supervisor:
 
     def write_report(self) -> None:
         path = self.trusted / REPORT_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.record), indent=1))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(asdict(self.record), indent=1))
 
     def run(self) -> int:
         from .stagetimes import process_age_s

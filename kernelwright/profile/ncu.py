@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kernelwright.procs import kill_group
 
 _UNKNOWN_METRIC = (
     re.compile(r"[Ff]ailed to find metric\s+'?\"?(?:regex:)?([\w.]+)"),
@@ -177,7 +178,7 @@ def run_bounded(cmd: list[str], timeout_s: float, env: dict | None = None, cwd: 
         output, _ = proc.communicate(timeout=timeout_s)
         timed_out = False
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         output, _ = proc.communicate()
         timed_out = True
     seconds = time.perf_counter() - start
@@ -185,13 +186,6 @@ def run_bounded(cmd: list[str], timeout_s: float, env: dict | None = None, cwd: 
     if timed_out or proc.returncode != 0:
         result.kind, result.error = explain_failure(proc.returncode, result.output, timed_out, timeout_s)
     return result
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def ncu_env(base: dict | None = None) -> dict:

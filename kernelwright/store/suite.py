@@ -17,13 +17,14 @@ keeps the problem's level (the name of the folder it came from, e.g. `level1`).
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from kernelwright.files import atomic_write
 
 MANIFEST = "suite.json"
 SCHEMA = 1
@@ -108,9 +109,7 @@ def write_manifest(folder: str | Path, manifest: SuiteManifest) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / MANIFEST
-    tmp = path.with_name(f".{MANIFEST}.tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(manifest.to_dict(), indent=1) + "\n")
     return path
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
+
+from kernelwright.files import atomic_write
 
 from ..api import JudgeRequest
 from ..config import JudgeConfig
@@ -41,9 +42,7 @@ class ResultWriter:
         if self.timer is not None:
             verdict.stage_seconds.update(self.timer.rounded())
         payload = {"token": self.token, "complete": complete, "verdict": verdict.to_dict()}
-        tmp = self.result_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, default=_jsonable))
-        os.replace(tmp, self.result_path)
+        atomic_write(self.result_path, json.dumps(payload, default=_jsonable))
 
 
 def _jsonable(obj: Any) -> Any:
