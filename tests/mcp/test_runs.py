@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -23,6 +24,9 @@ def test_a_run_driven_from_outside_is_neither_resumed_twice_nor_stopped(tmp_path
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "optimize", "--resume",
                               str(run_dir)])
     try:
+        deadline = time.monotonic() + 10  # the child's command line is visible once it has exec'd
+        while manager._process(run_dir)["state"] != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
         process = manager._process(run_dir)
         assert process["state"] == "running" and process["pid"] == other.pid and process["outside"]
         for action in (lambda: manager.resume(run_dir, None, None), lambda: manager.stop(run_dir)):

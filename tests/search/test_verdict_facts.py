@@ -58,3 +58,15 @@ def test_the_compiler_report_and_the_seconds_reach_the_tuning_step():
                                  "shared_bytes": 49152, "threads": None}]
     assert (result.device_s, result.judge_s) == (4.0, 14.0)
     assert EvalResult.from_dict(result.to_dict()) == result
+
+
+def test_a_passing_gpu_verdict_without_a_profile_says_so():
+    """Only the best candidates are profiled: the prompt says none was taken, never stays silent."""
+    from kernelwright.agents import templates
+
+    verdict = gpu_pass(6.41, 0.012, 8.90, 7.35, 89.9, 0.93, True)  # hand-written
+    verdict.profile = None
+    node = Node("c2", "c0", "c0", "draft", "code", status=PASSED, eval=EvalResult.from_verdict(verdict))
+    text = templates.render(templates.make_environment(), "sections/verdict.md.j2", v=verdict_view(node, "eager"),
+                            show_error=True)
+    assert "Profile: none for this candidate" in text and "Kernels per call" in text
