@@ -41,29 +41,6 @@ from integrity_attacks import LEGIT, PROBLEM, alive, attacker, children, outcome
 from kernelwright.judge import JudgeConfig  # noqa: E402
 from kernelwright.judge.api import SourceText, judge, trusted_files, worker_env  # noqa: E402
 
-TRITON = SourceText('''
-# hand-written bench candidate: y = 2x + 1 in Triton
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def affine(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0 + 1.0, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        affine[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        return y
-''', "triton_affine")
-
 CUDA = SourceText(r'''
 # hand-written bench candidate: y = 2x + 1 as a CUDA extension
 import torch.nn as nn
@@ -211,7 +188,7 @@ def triton_cache(args, cache: Path) -> dict:
     for name, confine, env in (("own_cache", True, None), ("shared_cache", False, shared)):
         runs = []
         for _ in range(2):
-            verdict, wall = timed_judge(TRITON, config_for(args, cache, confine=confine), env=env)
+            verdict, wall = timed_judge(LEGIT, config_for(args, cache, confine=confine), env=env)
             runs.append({"status": verdict.status, "judge_s": round(wall, 3), "error": verdict.error,
                          "check_s": verdict.stage_seconds.get("check")})
         result[name] = runs

@@ -128,7 +128,7 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     (warm starts are not yet measured on a GPU; $KW_JUDGE_WARM=1 opts in). `env`: the extra
     environment the evaluations are judged with (as `judge(env=...)`), e.g. another PYTHONPATH."""
     setting = os.environ.get("KW_JUDGE_WARM", "").strip().lower()
-    if not force and (setting in ("0", "off", "no", "false") or (not setting and _judges_on_gpu(config))):
+    if not force and (setting in ("0", "off", "no", "false") or (not setting and _device_hint(config, env) != "cpu")):
         return None
     from .forkserver import Launcher
 
@@ -139,14 +139,6 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
     trusted.compile_package(package)  # before the server imports it: no bytecode is written later
     return Launcher(env, config.no_network, package)
-
-
-def _judges_on_gpu(config: JudgeConfig) -> bool:
-    if config.device not in ("auto", ""):
-        return not str(config.device).startswith("cpu")
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
@@ -480,17 +472,12 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
     return what + (f". Last output: {hint}" if hint else ".")
 
 
-def _signal_of(exit_code: int | None) -> str:
+def _signal_of(exit_code: int | None) -> str | None:
     """The signal a shell-style exit code 128+N reports (the supervisor passes on its worker's death
-    that way: 137 is SIGKILL), else ""."""
-    import signal
-
+    that way: 137 is SIGKILL), else None."""
     if exit_code is None or not 128 < exit_code < 128 + 65:
-        return ""
-    try:
-        return signal.Signals(exit_code - 128).name
-    except ValueError:
-        return ""
+        return None
+    return sandbox.signal_name(128 - exit_code)
 
 
 _SIGNAL_MEANING = {

@@ -239,10 +239,6 @@ def poison_allocator(device: str, sizes: list[int]) -> None:
         del scratch
 
 
-def tensor_bytes(items) -> list[int]:
-    return [t.numel() * t.element_size() for t in items if isinstance(t, torch.Tensor)]
-
-
 # --------------------------------------------------------------------------- torch.compile
 
 

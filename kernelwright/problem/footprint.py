@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import torch
 
-from .reference import declared_work
+from .reference import declared_work, launch_classes
 
 
 @dataclass
@@ -131,11 +131,12 @@ def _skipping(original):
 
 
 def _triton_launchers() -> list[type]:
-    classes = []
-    for module, name in (("triton.runtime.jit", "JITFunction"), ("triton.runtime.interpreter", "InterpretedFunction"),
-                         ("triton.runtime.autotuner", "Autotuner"), ("triton.runtime.autotuner", "Heuristics")):
+    """The classes whose `run` launches (reference.launch_classes, the recorder's) plus the autotuner
+    and heuristics wrappers, which would time or pick configurations before any launch."""
+    classes = launch_classes()
+    for name in ("Autotuner", "Heuristics"):
         try:
-            classes.append(getattr(__import__(module, fromlist=[name]), name))
+            classes.append(getattr(__import__("triton.runtime.autotuner", fromlist=[name]), name))
         except Exception:  # noqa: BLE001 - no (working) triton, or an older one without the class
             continue
     return classes

@@ -176,7 +176,7 @@ class TritonLaunchRecorder:
         self._saved: list[tuple[type, Any]] = []
 
     def __enter__(self) -> "TritonLaunchRecorder":
-        for cls in _launch_classes():
+        for cls in launch_classes():
             original = cls.__dict__.get("run")
             if original is None:
                 continue
@@ -201,7 +201,7 @@ class TritonLaunchRecorder:
         return run
 
 
-def _launch_classes() -> list[type]:
+def launch_classes() -> list[type]:
     classes = []
     try:
         from triton.runtime.jit import JITFunction

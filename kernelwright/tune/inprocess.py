@@ -68,14 +68,18 @@ def _tolerance(dtype: torch.dtype) -> float:
 
 @contextlib.contextmanager
 def full_fp32() -> Iterator[None]:
-    """The reference in full fp32, as the judge computes it: cuDNN convolutions default to TF32,
-    whose 1e-3 errors failed correct instances on the GPU."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    """The reference in full fp32, with the judge's own switch (guards.set_full_precision): cuDNN
+    convolutions default to TF32, whose 1e-3 errors failed correct instances on the GPU."""
+    from kernelwright.judge.guards import set_full_precision
+
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+             torch.get_float32_matmul_precision())
+    set_full_precision(False)
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 class InProcessEvaluator:

@@ -141,7 +141,7 @@ def test_warm_starts_wait_for_an_opt_in_on_a_gpu(monkeypatch):
     from kernelwright.judge.config import JudgeConfig
 
     monkeypatch.delenv("KW_JUDGE_WARM", raising=False)
-    assert api._judges_on_gpu(JudgeConfig(device="cuda")) and not api._judges_on_gpu(JudgeConfig(device="cpu"))
+    assert api._device_hint(JudgeConfig(device="cuda"), None) == "cuda" and api._device_hint(JudgeConfig(device="cpu"), None) == "cpu"
     assert api.warm_launcher(JudgeConfig(device="cuda")) is None
     monkeypatch.setenv("KW_JUDGE_WARM", "0")
     assert api.warm_launcher(JudgeConfig(device="cpu")) is None

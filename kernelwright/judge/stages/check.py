@@ -57,7 +57,7 @@ def call_candidate(ctx: Context, built: Built, args: list, case, when: str = "du
 
     loaded = built.loaded
     # after the inputs exist: every free block the candidate may now be handed holds poison
-    guards.poison_allocator(loaded.device, guards.tensor_bytes(case.ref_outputs))
+    guards.poison_allocator(loaded.device, check.tensor_bytes(case.ref_outputs))
     torch.manual_seed(case.seed)
     try:
         forward = contextlib.nullcontext() if loaded.backward is not None else torch.no_grad()
