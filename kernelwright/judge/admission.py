@@ -4,8 +4,8 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
 
 - The estimate of a job is the peak the worker measured (`verdict.environment["gpu_peak_bytes"]`,
   torch's max_memory_reserved: inputs, outputs, parameters, the reference's and the candidate's
-  work) for an earlier candidate of the same problem key (problem source, overrides, device,
-  rules), times `margin`. A problem not measured yet has no estimate: its first job runs alone on
+  work) for an earlier candidate of the same problem key (problem source, overrides, device),
+  times `margin`. A problem not measured yet has no estimate: its first job runs alone on
   its GPU, so its peak is measured without contention.
 - A job is admitted on a GPU when nothing of this pool runs there, or when no exclusive job runs or
   waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
@@ -35,7 +35,7 @@ OOM_ALONE = "oom_alone"
 PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdict.environment
 
 
-@dataclass
+@dataclass(eq=False)  # removed from the running list by identity
 class GpuReservation:
     """One admitted job on one GPU."""
 
@@ -67,20 +67,31 @@ class MemoryAdmission:
         if isinstance(peak_bytes, int) and peak_bytes > 0:
             with self._cond:
                 self.measured[key] = max(peak_bytes, self.measured.get(key, 0))
+                self._cond.notify_all()
 
     @contextmanager
     def admitted(self, gpu: str, key: str, exclusive: bool = False, timeout_s: float = 3600.0) -> Iterator[GpuReservation]:
-        """Hold a place on `gpu` for one job of problem `key` (blocks until it fits)."""
-        need = self.estimate(key)
-        exclusive = exclusive or need is None
-        reservation = GpuReservation(gpu=gpu, need=need or 0, exclusive=exclusive)
+        """Hold a place on `gpu` for one job of problem `key` (blocks until it fits). A job whose
+        problem has no measured peak waits as an exclusive one; once another job of its problem
+        has been measured (while it waited) it takes that estimate and may share the GPU."""
+        reservation = GpuReservation(gpu=gpu, need=0, exclusive=True)
         with self._cond:
-            if exclusive:
-                self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
+            self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
+            waiting_exclusive = [True]
+
+            def ready() -> bool:
+                need = self.estimate(key)
+                if waiting_exclusive[0] and not exclusive and need is not None:
+                    reservation.need, reservation.exclusive = need, False
+                    self._exclusive_waiting[gpu] -= 1
+                    waiting_exclusive[0] = False
+                    self._cond.notify_all()  # others may have waited only for this exclusive one
+                return self._fits(reservation)
+
             try:
-                waited = self._cond.wait_for(lambda: self._fits(reservation), timeout=timeout_s)
+                waited = self._cond.wait_for(ready, timeout=timeout_s)
             finally:
-                if exclusive:
+                if waiting_exclusive[0]:
                     self._exclusive_waiting[gpu] -= 1
             if not waited:  # never stall for good: run it anyway, the OOM retry still covers it
                 reservation.shared_with = len(self._running.get(gpu, []))
@@ -109,8 +120,10 @@ class MemoryAdmission:
         return job.need + self.headroom_bytes <= free - sum(r.need for r in running)
 
 
-def problem_key(problem_source: str, overrides: dict, device: str, rules: str) -> str:
-    text = json.dumps([problem_source, overrides, device, rules], sort_keys=True, default=str)
+def memory_key(problem_source: str, overrides: dict, device: str) -> str:
+    """The jobs whose peaks stand for each other: one problem at one size on one device (the rule
+    set changes what is allowed and how closely outputs must agree, not what is allocated)."""
+    text = json.dumps([problem_source, overrides, device], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -54,9 +54,12 @@ from typing import Any
 
 from kernelwright.procs import kill_group
 
-# imported once by the server, before any fork: what a worker would otherwise import itself
+# imported once by the server, before any fork: what a worker would otherwise import itself. Not
+# torch.utils.cpp_extension: on a GPU machine importing it starts the CUDA driver's thread
+# ("cuda00001400006", measured on the H100), after which no child could use CUDA; CUDA candidates
+# import it in their own process.
 PRELOAD = (
-    "numpy", "torch", "torch.nn.functional", "torch.utils.cpp_extension", "torch._dynamo", "triton",
+    "numpy", "torch", "torch.nn.functional", "torch._dynamo", "triton",
     "triton.language", "kernelwright.judge.timing", "kernelwright.judge.guards", "kernelwright.judge.compile",
     "kernelwright.judge.baseline", "kernelwright.judge.floor", "kernelwright.judge.env", "kernelwright.judge.check",
     "kernelwright.judge.grad", "kernelwright.judge.inplace", "kernelwright.judge.own_code",
@@ -615,27 +618,49 @@ def _drain(fd: int) -> None:
         pass
 
 
-def preload() -> list[str]:
-    """Import PRELOAD; the names that could not be imported (a judge without Triton still forks)."""
+def preload() -> tuple[list[str], str]:
+    """Import PRELOAD, in order, stopping at the first module that starts a thread; returns the
+    names that could not be imported (a judge without Triton still forks) and that module's name
+    ("" when none did)."""
     import importlib
 
     missing = []
+    threads = len(_thread_names())
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except Exception as exc:  # noqa: BLE001 - an optional module: the worker will say so itself
             missing.append(f"{name} ({type(exc).__name__})")
-    return missing
+        if len(_thread_names()) > threads:
+            return missing, name
+    return missing, ""
 
 
-def _fork_safe() -> str:
-    """"" when forking now is safe for the children, else why not."""
+def _thread_names() -> list[str]:
+    """The names of this process's threads (the kernel's `comm`; one entry where /proc is missing)."""
+    folder = "/proc/self/task"
+    if not os.path.isdir(folder):
+        return ["main"]
+    names = []
+    for task in sorted(os.listdir(folder)):
+        try:
+            names.append(Path(folder, task, "comm").read_text().strip() or task)
+        except OSError:
+            names.append(task)
+    return names
+
+
+def _fork_safe(started_by: str = "") -> str:
+    """"" when forking now is safe for the children, else why not (`started_by`: the module whose
+    import started a thread)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         return "CUDA was initialised while importing"
-    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
-    if threads > 1:
-        return f"{threads} threads after importing (a fork copies only one; their locks could be held)"
+    names = _thread_names()
+    if len(names) > 1:
+        after = f" after importing {started_by}" if started_by else " after importing"
+        return (f"{len(names)} threads{after} ({', '.join(names)}; a fork copies only one, "
+                f"their locks could be held)")
     return ""
 
 
@@ -647,8 +672,8 @@ def main(argv: list[str] | None = None) -> int:
     token = sys.stdin.readline().strip()
     if not token:
         return 2
-    preload()
-    unsafe = _fork_safe()
+    _missing, started_by = preload()
+    unsafe = _fork_safe(started_by)
     if unsafe:
         print(f"refusing to serve: {unsafe}", file=sys.stderr, flush=True)
         return 1

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
 from . import api
-from .admission import MemoryAdmission, problem_key, run_admitted
+from .admission import MemoryAdmission, memory_key, run_admitted
 from .api import SourceText
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
@@ -268,7 +268,7 @@ class JudgePool:
         run = lambda: self._run(job, config, env, phase="evaluate")  # noqa: E731
         if not gpu:
             return run()
-        key = problem_key(_source_of(job.problem), config.overrides, config.device, config.rules)
+        key = memory_key(_source_of(job.problem), config.overrides, config.device)
         return run_admitted(self.admission, gpu, key, run)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:

@@ -8,7 +8,7 @@ import time
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom,
-                                          problem_key)
+                                          memory_key)
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
@@ -64,12 +64,32 @@ def test_an_unmeasured_problem_runs_alone_and_others_wait_for_it():
     release_second.set()
 
 
-def test_the_problem_key_names_source_overrides_device_and_rules():
-    base = problem_key("src", {"n": 1}, "cuda", "kernelbench")
-    assert base == problem_key("src", {"n": 1}, "cuda", "kernelbench")
-    assert len({base, problem_key("src2", {"n": 1}, "cuda", "kernelbench"), problem_key("src", {"n": 2}, "cuda",
-                "kernelbench"), problem_key("src", {"n": 1}, "cpu", "kernelbench"),
-                problem_key("src", {"n": 1}, "cuda", "strict")}) == 5
+def test_the_memory_key_names_source_overrides_and_device_not_the_rules():
+    base = memory_key("src", {"n": 1}, "cuda")
+    assert base == memory_key("src", {"n": 1}, "cuda")
+    assert len({base, memory_key("src2", {"n": 1}, "cuda"), memory_key("src", {"n": 2}, "cuda"),
+                memory_key("src", {"n": 1}, "cpu")}) == 4
+
+
+def test_jobs_that_waited_for_their_problems_first_measurement_then_share_the_gpu():
+    """Several jobs of a new problem submitted at once: one runs alone and is measured, the others
+    take its estimate while they wait and then run together (not one at a time)."""
+    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, margin=1.0)
+    first, release_first = threading.Event(), threading.Event()
+    threading.Thread(target=_hold, args=(admission, "0", "new", first, release_first), daemon=True).start()
+    assert first.wait(5)
+    started = [threading.Event() for _ in range(3)]
+    release = threading.Event()
+    for event in started:
+        threading.Thread(target=_hold, args=(admission, "0", "new", event, release), daemon=True).start()
+    assert not any(event.wait(0.3) for event in started)  # the first is not measured yet
+    admission.record("new", 4 * GIB)
+    release_first.set()
+    assert all(event.wait(5) for event in started)  # all three at once: they fit beside each other
+    with admission._cond:
+        assert len(admission._running["0"]) == 3 and not any(r.exclusive for r in admission._running["0"])
+        assert admission._exclusive_waiting["0"] == 0
+    release.set()
 
 
 class SharingPool(JudgePool):

@@ -145,3 +145,23 @@ def test_warm_starts_wait_for_an_opt_in_on_a_gpu(monkeypatch):
     assert api.warm_launcher(JudgeConfig(device="cuda")) is None
     monkeypatch.setenv("KW_JUDGE_WARM", "0")
     assert api.warm_launcher(JudgeConfig(device="cpu")) is None
+
+
+def test_preloading_stops_at_the_module_that_starts_a_thread_and_the_refusal_names_it(tmp_path, monkeypatch):
+    """On a GPU machine one import started the CUDA driver's thread: the server must stop there,
+    refuse to serve, and say which module it was (the fork would copy one thread of two)."""
+    import sys
+    import threading
+
+    from kernelwright.judge import forkserver
+
+    (tmp_path / "kw_starts_a_thread.py").write_text(
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(5,), daemon=True, name='kwspin').start()\n")
+    (tmp_path / "kw_never_reached.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(forkserver, "PRELOAD", ("json", "kw_starts_a_thread", "kw_never_reached"))
+    before = threading.active_count()
+    missing, started_by = forkserver.preload()
+    assert (missing, started_by) == ([], "kw_starts_a_thread")
+    assert "kw_never_reached" not in sys.modules and threading.active_count() > before
+    assert "after importing kw_starts_a_thread" in forkserver._fork_safe(started_by)
