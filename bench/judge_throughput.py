@@ -10,7 +10,9 @@
    N again). Targets: >= 60 Triton/min, >= 30 CUDA/min with parallel compile. The median seconds
    per stage (verdict.stage_seconds) say where a candidate's time goes. Evaluations are forked
    from the fork server (judge/forkserver.py); section triton_cold judges the same Triton batch
-   with every evaluation started cold (a fresh interpreter), for the warm start's saving.
+   with every evaluation started cold (a fresh interpreter), for the warm start's saving; section
+   triton_steady times the batch on a pool that has already judged two other candidates (fork
+   server started, the problem's memory measured), as in a search that keeps its pool.
 2. Repeat spread: the same candidate judged 5 times, each in its own process (through the pool:
    the processes overlap, their timings take turns); (max - min) / median of the medians.
    Target <= 2%.
@@ -52,7 +54,8 @@ def parse_args():
     parser.add_argument("--per-gpu", type=int, default=4, help="evaluations at once on one GPU")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sections", default="triton,repeat_spread,ncu_agreement,cuda_cold,cuda_cached",
-                        help="also: triton_cold (the Triton batch started cold, no fork server)")
+                        help="also: triton_cold (the Triton batch started cold, no fork server), triton_steady "
+                             "(the batch on a pool that already judged two candidates: fork server up)")
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script (Triton only, no ncu)")
     return parser.parse_args()
 
@@ -60,6 +63,7 @@ def parse_args():
 def variants(backend: str, count: int, folder: Path) -> list[Path]:
     """`count` copies of the ReLU candidate that differ only in a harmless constant."""
     source = (CANDIDATES / f"{RELU}__{backend}.py").read_text()
+    folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(count):
         if backend == "cuda":
@@ -81,12 +85,16 @@ def make_pool(config, args, warm: bool = True):
                      warm=warm)
 
 
-def throughput(label: str, paths: list[Path], config, args, warm: bool = True) -> dict:
+def throughput(label: str, paths: list[Path], config, args, warm: bool = True, primed: list[Path] = ()) -> dict:
+    """`primed`: candidates judged first on the same pool and not counted (the steady state of a
+    long-running pool, e.g. a search's: fork server started, the problem's memory measured)."""
     problem = problem_path(RELU)
-    start = time.perf_counter()
     with make_pool(config, args, warm) as pool:
+        if primed:
+            pool.judge_many([(problem, p) for p in primed])
+        start = time.perf_counter()
         verdicts = pool.judge_many([(problem, p) for p in paths])
-    wall = time.perf_counter() - start
+        wall = time.perf_counter() - start
     passed = sum(v.passed for v in verdicts)
     cached = sum(bool(v.compile and v.compile.cached) for v in verdicts)
     compile_s = [v.compile.seconds for v in verdicts if v.compile]
@@ -193,14 +201,18 @@ def main() -> int:
         steps = {
             "triton": lambda: throughput("Triton", triton, config, args),
             "triton_cold": lambda: throughput("Triton cold start", triton, config, args, warm=False),
+            "triton_steady": lambda: throughput("Triton, pool already running", triton, config, args,
+                                                primed=variants("triton", 2, tmp / "primed")),
             "repeat_spread": lambda: repeat_spread(CANDIDATES / f"{RELU}__triton.py", config, args),
             "ncu_agreement": lambda: ncu_agreement(deadline),
             "cuda_cold": lambda: throughput("CUDA cold", cuda, config, args),
             "cuda_cached": lambda: throughput("CUDA cached", cuda, config, args),
+            "cuda_steady": lambda: throughput("CUDA cached, pool already running", cuda, config, args,
+                                              primed=cuda[:2]),
         }
         order = [name for name in args.sections.split(",") if name in steps]
         if args.device == "cpu":  # no CUDA extensions, no ncu without a GPU
-            order = [name for name in order if name in ("triton", "triton_cold", "repeat_spread")]
+            order = [name for name in order if name in ("triton", "triton_cold", "triton_steady", "repeat_spread")]
         for name in order:
             if time.perf_counter() > deadline:
                 record["sections"][name] = {"skipped": "budget"}
@@ -218,7 +230,10 @@ def main() -> int:
 def print_summary(record: dict) -> None:
     sections = record["sections"]
     rows = []
-    for key, target in (("cuda_cold", 30), ("cuda_cached", 30), ("triton", 60)):
+    for key, target in (("cuda_cold", 30), ("cuda_cached", 30), ("cuda_steady", 30), ("triton", 60),
+                        ("triton_cold", 60), ("triton_steady", 60)):
+        if key not in sections and key in ("triton_cold", "triton_steady", "cuda_steady"):
+            continue
         s = sections.get(key, {})
         rows.append([key, fmt(s.get("per_gpu_minute"), ".1f"), f">= {target}/min", f"{s.get('passed', '-')}/{s.get('n', '-')}",
                      fmt(s.get("median_process_s"), ".1f"), s.get("error") or s.get("skipped") or ""])

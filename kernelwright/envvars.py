@@ -36,7 +36,7 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("KW_CACHE_DIR", "judge caches: builds, baselines, device peaks (default ~/.cache/kernelwright)"),
     EnvVar("KW_LOCK_DIR", "folder of the per-device timing locks (default under the cache folder)"),
     EnvVar("KW_KEEP_SCRATCH", "1: keep each judge run's scratch folder (debugging)"),
-    EnvVar("KW_JUDGE_WARM", "0: start every pool evaluation in a fresh interpreter (no fork server); 1: fork them from the pool's fork server on a GPU too (unset: warm on the CPU only, not yet measured on a GPU)"),
+    EnvVar("KW_JUDGE_WARM", "0: start every pool evaluation in a fresh interpreter (no fork server); unset or 1: fork them from the pool's fork server (imports done once)"),
     EnvVar("KW_TUNE_CACHE", "folder of the template tuner's measurement cache (default ~/.cache/kernelwright/tune)"),
     EnvVar("KW_NCU", "path of the ncu binary for profiling"),
     EnvVar("KW_KERNELBENCH", "tests and benches: folder of KernelBench problems (default ../shared/kernelbench)"),

@@ -135,16 +135,18 @@ def test_a_warm_child_can_be_killed_through_its_handle(server, tmp_path):
     assert code is not None and code != 0
 
 
-def test_warm_starts_wait_for_an_opt_in_on_a_gpu(monkeypatch):
-    """Not yet measured on a GPU: unset $KW_JUDGE_WARM means cold there, warm on the CPU."""
-    from kernelwright.judge import api
+def test_warm_starts_are_on_unless_turned_off(monkeypatch):
+    """Measured on the H100: unset $KW_JUDGE_WARM means warm on a GPU and on the CPU; 0 turns them off."""
+    from kernelwright.judge import api, forkserver
     from kernelwright.judge.config import JudgeConfig
 
+    monkeypatch.setattr(forkserver, "Launcher", lambda env, no_network, package: ("launcher", no_network))
+    monkeypatch.setattr(api.trusted, "compile_package", lambda package: None)
     monkeypatch.delenv("KW_JUDGE_WARM", raising=False)
-    assert api._device_hint(JudgeConfig(device="cuda"), None) == "cuda" and api._device_hint(JudgeConfig(device="cpu"), None) == "cpu"
-    assert api.warm_launcher(JudgeConfig(device="cuda")) is None
+    assert api.warm_launcher(JudgeConfig(device="cuda")) is not None
+    assert api.warm_launcher(JudgeConfig(device="cpu")) is not None
     monkeypatch.setenv("KW_JUDGE_WARM", "0")
-    assert api.warm_launcher(JudgeConfig(device="cpu")) is None
+    assert api.warm_launcher(JudgeConfig(device="cuda")) is None and api.warm_launcher(JudgeConfig(device="cpu")) is None
 
 
 def test_preloading_stops_at_the_module_that_starts_a_thread_and_the_refusal_names_it(tmp_path, monkeypatch):
