@@ -5,10 +5,12 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
 - The estimate of a job is the peak the worker measured (`verdict.environment["gpu_peak_bytes"]`,
   torch's max_memory_reserved: inputs, outputs, parameters, the reference's and the candidate's
   work) for an earlier candidate of the same problem key (problem source, overrides, device),
-  times `margin`. A problem not measured yet has no estimate: its first job runs alone on
-  its GPU, so its peak is measured without contention.
-- A job is admitted on a GPU when nothing of this pool runs there, or when no exclusive job runs or
-  waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
+  times `margin`. A problem not measured yet has no estimate: its first job (one at a time per
+  problem; the problem's other jobs wait for its measurement) reserves `unknown_share` of the
+  free memory, so the first jobs of different problems can share the GPU (a suite of a hundred
+  problems is not judged one problem at a time). Under-estimates are covered by the OOM retry.
+- A job is admitted on a GPU when nothing of this pool runs there, or when no exclusive job (an OOM
+  retry) runs or waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
   source says now (other processes included) and `reserved` what the pool's running jobs there
   were admitted with (counted in full: the part already allocated is in `free` too, so the rule
   errs on the safe side).
@@ -53,7 +55,11 @@ class MemoryAdmission:
     gpu_processes: Callable[[str], int | None] = lambda gpu: None
     headroom_bytes: int = 2 * GIB
     margin: float = 1.25
+    # what a job of a problem not measured yet reserves: this share of the GPU's free memory (the
+    # worker keeps the reference outputs of all trials within 25% of it, judge/stages/load.py)
+    unknown_share: float = 0.3
     measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
+    _probing: set[str] = field(default_factory=set)  # problems whose first job runs and measures them
     _running: dict[str, list[GpuReservation]] = field(default_factory=dict)
     _exclusive_waiting: dict[str, int] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
@@ -72,27 +78,29 @@ class MemoryAdmission:
     @contextmanager
     def admitted(self, gpu: str, key: str, exclusive: bool = False, timeout_s: float = 3600.0) -> Iterator[GpuReservation]:
         """Hold a place on `gpu` for one job of problem `key` (blocks until it fits). A job whose
-        problem has no measured peak waits as an exclusive one; once another job of its problem
-        has been measured (while it waited) it takes that estimate and may share the GPU."""
-        reservation = GpuReservation(gpu=gpu, need=0, exclusive=True)
+        problem has no measured peak yet reserves `unknown_share` of the free memory and measures it
+        (one such probe per problem at a time: the problem's other jobs wait for its measurement)."""
+        reservation = GpuReservation(gpu=gpu, need=0, exclusive=exclusive)
         with self._cond:
-            self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
-            waiting_exclusive = [True]
+            if exclusive:
+                self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
 
             def ready() -> bool:
-                need = self.estimate(key)
-                if waiting_exclusive[0] and not exclusive and need is not None:
-                    reservation.need, reservation.exclusive = need, False
-                    self._exclusive_waiting[gpu] -= 1
-                    waiting_exclusive[0] = False
-                    self._cond.notify_all()  # others may have waited only for this exclusive one
+                if not exclusive:
+                    need = self.estimate(key)
+                    if need is None and key in self._probing:
+                        return False  # another job of this problem is measuring it
+                    reservation.need = need if need is not None else self._unknown_need(gpu)
                 return self._fits(reservation)
 
             try:
                 waited = self._cond.wait_for(ready, timeout=timeout_s)
             finally:
-                if waiting_exclusive[0]:
+                if exclusive:
                     self._exclusive_waiting[gpu] -= 1
+            probe = not exclusive and self.estimate(key) is None and key not in self._probing
+            if probe:
+                self._probing.add(key)
             if not waited:  # never stall for good: run it anyway, the OOM retry still covers it
                 reservation.shared_with = len(self._running.get(gpu, []))
             running = self._running.setdefault(gpu, [])
@@ -104,7 +112,13 @@ class MemoryAdmission:
         finally:
             with self._cond:
                 self._running[gpu].remove(reservation)
+                if probe:
+                    self._probing.discard(key)
                 self._cond.notify_all()
+
+    def _unknown_need(self, gpu: str) -> int:
+        free = self.free_bytes(gpu)
+        return int(self.unknown_share * free) if free else 0
 
     def _fits(self, job: GpuReservation) -> bool:
         running = self._running.get(job.gpu, [])
@@ -148,7 +162,7 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
 
     with admission.admitted(gpu, key) as seat:
         verdict = run()
-    admission.record(key, peak_of(verdict))
+        admission.record(key, peak_of(verdict))  # before the seat is given up: the problem's waiting jobs need it
     if not is_oom(verdict):
         return verdict
     others = seat.shared_with or admission.gpu_processes(gpu) or 0

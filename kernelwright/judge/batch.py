@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", type=Path, nargs="+", metavar="DIR")
     parser.add_argument("--compile-workers", type=int, default=None, help="parallel precompile processes")
     parser.add_argument("--cpu-workers", type=int, default=None, help="parallel evaluations without a GPU")
+    parser.add_argument("--per-gpu", type=int, default=None,
+                        help="evaluations at once on one GPU (default 4; memory admission still applies)")
     parser.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all visible)")
     parser.add_argument("--watch", type=float, default=0.0, metavar="SECONDS",
                         help="keep polling for new requests every SECONDS (stop with Ctrl-C)")
@@ -199,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             parser.error(f"{folder} is not a folder")
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
-    pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers)
+    pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers,
+                     per_gpu=args.per_gpu)
     log = lambda line: print(line, flush=True)  # noqa: E731
     try:
         while True:

@@ -48,20 +48,28 @@ def test_jobs_start_together_only_while_they_fit_in_free_memory_with_headroom():
     release.set()
 
 
-def test_an_unmeasured_problem_runs_alone_and_others_wait_for_it():
-    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB)
-    admission.record("known", GIB)
-    first, second, release_first, release_second = (threading.Event() for _ in range(4))
-    threading.Thread(target=_hold, args=(admission, "0", "new", first, release_first), daemon=True).start()
-    assert first.wait(5)
-    threading.Thread(target=_hold, args=(admission, "0", "known", second, release_second), daemon=True).start()
-    assert not second.wait(0.5)  # the unmeasured job has the GPU to itself
-    release_first.set()
-    assert second.wait(5)
-    other_gpu = threading.Event()
-    threading.Thread(target=_hold, args=(admission, "1", "new", other_gpu, release_second), daemon=True).start()
-    assert other_gpu.wait(5)  # another GPU is not held up
-    release_second.set()
+def test_an_unmeasured_problem_reserves_a_share_of_free_memory_beside_other_problems():
+    """The first jobs of different problems share the GPU while their reservations fit (a suite of
+    many problems is not judged one problem at a time); an exclusive job still has it alone."""
+    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, unknown_share=0.3, headroom_bytes=2 * GIB)
+    events = [threading.Event() for _ in range(4)]
+    release = threading.Event()
+    for event, key in zip(events, ("a", "b", "c", "d")):
+        threading.Thread(target=_hold, args=(admission, "0", key, event, release), daemon=True).start()
+        time.sleep(0.05)
+    assert all(event.wait(5) for event in events[:3])  # 24 GiB each: 3 x (24 + 2) fit in 80
+    assert not events[3].wait(0.3)  # a fourth does not: 24 + 2 > 80 - 72
+    with admission._cond:
+        assert sorted(r.need for r in admission._running["0"]) == [int(0.3 * 80 * GIB)] * 3
+    release.set()
+    assert events[3].wait(5)
+    alone, release_alone, other = threading.Event(), threading.Event(), threading.Event()
+    threading.Thread(target=_hold, args=(admission, "0", "a", alone, release_alone, True), daemon=True).start()
+    assert alone.wait(5)
+    threading.Thread(target=_hold, args=(admission, "0", "b", other, release_alone), daemon=True).start()
+    assert not other.wait(0.3)  # nothing beside an exclusive job
+    release_alone.set()
+    assert other.wait(5)
 
 
 def test_the_memory_key_names_source_overrides_and_device_not_the_rules():
@@ -71,9 +79,9 @@ def test_the_memory_key_names_source_overrides_and_device_not_the_rules():
                 memory_key("src", {"n": 1}, "cpu")}) == 4
 
 
-def test_jobs_that_waited_for_their_problems_first_measurement_then_share_the_gpu():
-    """Several jobs of a new problem submitted at once: one runs alone and is measured, the others
-    take its estimate while they wait and then run together (not one at a time)."""
+def test_jobs_of_a_problem_wait_for_its_first_measurement_then_share_the_gpu():
+    """Several jobs of a new problem submitted at once: one runs and is measured, the others wait
+    for that measurement (not each reserving a share blindly), then run together."""
     admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, margin=1.0)
     first, release_first = threading.Event(), threading.Event()
     threading.Thread(target=_hold, args=(admission, "0", "new", first, release_first), daemon=True).start()
@@ -82,13 +90,13 @@ def test_jobs_that_waited_for_their_problems_first_measurement_then_share_the_gp
     release = threading.Event()
     for event in started:
         threading.Thread(target=_hold, args=(admission, "0", "new", event, release), daemon=True).start()
-    assert not any(event.wait(0.3) for event in started)  # the first is not measured yet
+    assert not any(event.wait(0.3) for event in started)  # the first has not been measured yet
     admission.record("new", 4 * GIB)
-    release_first.set()
-    assert all(event.wait(5) for event in started)  # all three at once: they fit beside each other
+    assert all(event.wait(5) for event in started)  # measured: all three fit beside the first
     with admission._cond:
-        assert len(admission._running["0"]) == 3 and not any(r.exclusive for r in admission._running["0"])
-        assert admission._exclusive_waiting["0"] == 0
+        needs = sorted(r.need for r in admission._running["0"])
+    assert needs[:3] == [4 * GIB] * 3 and not admission._exclusive_waiting.get("0")
+    release_first.set()
     release.set()
 
 
