@@ -54,7 +54,7 @@ def test_an_unmeasured_problem_reserves_a_share_of_free_memory_beside_other_prob
     admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, unknown_share=0.3, headroom_bytes=2 * GIB)
     events = [threading.Event() for _ in range(4)]
     release = threading.Event()
-    for event, key in zip(events, ("a", "b", "c", "d")):
+    for event, key in zip(events, ("a", "b", "c", "d"), strict=True):
         threading.Thread(target=_hold, args=(admission, "0", key, event, release), daemon=True).start()
         time.sleep(0.05)
     assert all(event.wait(5) for event in events[:3])  # 24 GiB each: 3 x (24 + 2) fit in 80
