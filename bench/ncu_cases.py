@@ -17,18 +17,20 @@ import torch
 NVTX_RANGE = "kw_calls"  # ncu profiles only the kernels launched inside this range
 
 
-def cases() -> dict:
-    """name -> zero-argument callable on preallocated data (no allocation inside the call)."""
+def cases(device: str = "cuda") -> dict:
+    """name -> zero-argument callable on preallocated data (no allocation inside the call). On the
+    CPU (a smoke test of the scripts that use them) every size is divided by 16 per dimension."""
     torch.manual_seed(0)
-    dev = "cuda"
-    x = torch.randn(64 * 2**20, device=dev)
-    a = torch.randn(4096, 4096, device=dev)
+    dev = device
+    d = 16 if device == "cpu" else 1
+    x = torch.randn(64 * 2**20 // d**2, device=dev)
+    a = torch.randn(4096 // d, 4096 // d, device=dev)
     c = torch.empty_like(a)
-    s = torch.randn(4096, 16384, device=dev)
+    s = torch.randn(4096 // d, 16384 // d, device=dev)
     s_out = torch.empty_like(s)
-    r = torch.randn(16, 4096, 4095, device=dev)
-    r_out = torch.empty(16, 1, 4095, device=dev)
-    h = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    r = torch.randn(16, 4096 // d, 4095 // d, device=dev)
+    r_out = torch.empty(16, 1, 4095 // d, device=dev)
+    h = torch.randn(8192 // d, 8192 // d, device=dev, dtype=torch.bfloat16)
     h_out = torch.empty_like(h)
     return {
         "relu_64M": lambda: torch.relu(x),  # the output comes from the caching allocator: no extra kernel

@@ -36,7 +36,6 @@ import ast
 import contextlib
 import fcntl
 import hashlib
-import itertools
 import json
 import os
 import subprocess
@@ -48,19 +47,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from . import timed
 from .config import JudgeConfig
 from .verdict import WARN, Baselines, Flag, TimingStats
 
 KINDS = ("eager", "compile_default", "compile_max_autotune")
-# the repeat rule (module docstring); PROTOCOL is part of the cache key, so baselines cached under
-# an older rule are measured again
-NOISY_IQR_SHARE = 0.20
-REPEAT_AGREEMENT = 0.10
-MAX_REPEATS = 4
-REPEAT_PAUSE_S = 0.2  # between repeats that have not agreed yet: a short disturbance can pass
+# the repeat rule is the candidate's too (judge/timed.py); PROTOCOL is part of the cache key, so
+# baselines cached under an older rule are measured again
+NOISY_IQR_SHARE, REPEAT_AGREEMENT, MAX_REPEATS = timed.NOISY_IQR_SHARE, timed.REPEAT_AGREEMENT, timed.MAX_REPEATS
+REPEAT_PAUSE_S, RULE = timed.REPEAT_PAUSE_S, timed.RULE
+steady_pick, steady_measure = timed.steady_pick, timed.steady_measure
 PROTOCOL = "repeats-v1"
-RULE = (f"two repeats with IQR <= {NOISY_IQR_SHARE:.0%} of the median whose medians agree within "
-        f"{REPEAT_AGREEMENT:.0%}; at most {MAX_REPEATS} repeats")
 _COMPILE_MODE = {"compile_default": None, "compile_max_autotune": "max-autotune"}
 _TIMING_FIELDS = ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2", "cuda_graph")
 
@@ -279,15 +276,14 @@ def _run_subprocess(problem_path, overrides, config: JudgeConfig, device: str, k
 
 def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeConfig, device: str,
                   kind: str) -> dict[str, Any]:
-    """Run inside the subprocess: build the reference, optionally compile it, and time it in
-    repeats (`steady_measure`). Returns {"timing", "repeats", "steady"}."""
+    """Run inside the subprocess: build the reference, optionally compile it, and time it exactly
+    as a candidate is timed (`timed.time_model`). Returns {"timing", "repeats", "steady"}."""
     import torch
 
     from kernelwright.problem import load_problem
 
     from .timing import measure
 
-    from .check import make_inputs
     from .gpulock import lock_for
     from .grad import runner_for
 
@@ -296,62 +292,19 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
     _install_build_cache(config)  # a reference that builds its own extension loads it from the cache
     problem = load_problem(problem_path, overrides, shrink=False)
     model = problem.make_model(config.seed, device=device)
-    inputs = make_inputs(problem, config.seed, "given", device)
+    inputs = timed.timing_inputs(problem, config, device)
     if kind != "eager":
         mode = _COMPILE_MODE[kind]
         model = torch.compile(model, mode=mode) if mode else torch.compile(model)
-
-    def call():
-        with torch.no_grad():
-            return model(*inputs)
-
     runner = runner_for(problem, device)
-    if runner is not None:  # the backward pass is part of the work: time forward + backward
-        call = runner.timed_call(model, inputs, config.seed)
+    call = timed.model_call(model, inputs, runner, config.seed)  # forward + backward where it counts
     call()  # compiles (torch.compile) before the device is held: other workers may use it meanwhile
     lock = lock_for(device, config.cache_dir)
-
-    def repeat() -> TimingStats:
-        with lock.exclusive():  # no other process's kernels in the timing; released between repeats
-            return measure(call, config, device)[0]
-
-    stats, repeats, steady = steady_measure(repeat)
+    result = timed.time_model(call, config, device, measure, hold=lock.exclusive)
+    stats = result.stats
     notes = [stats.note] + ([f"torch.compile({_COMPILE_MODE[kind] or 'default'})"] if kind != "eager" else [])
     stats.note = "; ".join(filter(None, notes + (["forward + backward"] if runner is not None else [])))
-    return {"timing": asdict(stats), "repeats": repeats, "steady": steady}
-
-
-def _tight(stats: TimingStats) -> bool:
-    return stats.median_ms > 0 and stats.iqr_ms <= NOISY_IQR_SHARE * stats.median_ms
-
-
-def steady_pick(repeats: list[TimingStats]) -> TimingStats | None:
-    """The lower of the two closest tight repeats when their medians agree (the rule above)."""
-    tight = sorted((r for r in repeats if _tight(r)), key=lambda r: r.median_ms)
-    for low, high in itertools.pairwise(tight):
-        if high.median_ms - low.median_ms <= REPEAT_AGREEMENT * low.median_ms:
-            return low
-    return None
-
-
-def steady_measure(measure_once, sleep=time.sleep) -> tuple[TimingStats, list[list[float]], bool]:
-    """(baseline, [[median, iqr, n] per repeat], steady) by the repeat rule."""
-    repeats: list[TimingStats] = []
-    for index in range(MAX_REPEATS):
-        if index >= 2:
-            sleep(REPEAT_PAUSE_S)
-        repeats.append(measure_once())
-        picked = steady_pick(repeats) if len(repeats) >= 2 else None
-        if picked is not None:
-            return picked, _summary(repeats), True
-    fastest = min(repeats, key=lambda r: r.median_ms)
-    medians = ", ".join(f"{r.median_ms:.4g}" for r in repeats)
-    fastest.note = (fastest.note + "; " if fastest.note else "") + f"noisy: {len(repeats)} repeats never agreed ({medians} ms)"
-    return fastest, _summary(repeats), False
-
-
-def _summary(repeats: list[TimingStats]) -> list[list[float]]:
-    return [[r.median_ms, r.iqr_ms, r.n] for r in repeats]
+    return {"timing": asdict(stats), "repeats": result.repeats, "steady": result.steady}
 
 
 def _install_build_cache(config: JudgeConfig) -> None:

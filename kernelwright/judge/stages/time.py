@@ -1,4 +1,5 @@
-"""Stage 4, time: a checked, passing candidate timed with the device held exclusively (events with
+"""Stage 4, time: a checked, passing candidate timed exactly as its baselines are (judge/timed.py:
+same inputs, same call, repeats of `timing.measure` with the device held exclusively, events with
 L2 flush on a GPU, labelled wall time on a CPU), then its energy and where its kernel time goes;
 then the baselines (measured and cached by the supervisor, for the parameters sealed in the load
 stage) and the speed-of-light floor."""
@@ -13,7 +14,7 @@ from .records import Checked
 def run(ctx: Context, checked: Checked) -> None:
     import torch
 
-    from .. import check
+    from .. import timed
 
     built, loaded = checked.built, checked.loaded
     timing = ctx.modules.get("timing")
@@ -21,15 +22,16 @@ def run(ctx: Context, checked: Checked) -> None:
     if timing is None:
         ctx.flag(Flag("timing_unavailable", INFO, "no timing: " + "; ".join(n for n in ctx.notes if "timing" in n)))
         return
-    first = loaded.cases[0]
     with ctx.timer("time"):
-        args = check.make_inputs(loaded.problem, first.seed, first.variant, loaded.device)
-        forward = lambda: built.model(*args)  # noqa: E731
+        # the inputs, the call and the repeat rule of the baselines (judge/timed.py): one method
+        args = timed.timing_inputs(loaded.problem, ctx.config, loaded.device)
         try:
-            with ctx.on_device(loaded.lock, "exclusive"), torch.no_grad():
-                if loaded.backward is not None:  # forward + backward is the work
-                    forward = loaded.backward.timed_call(built.model, args, first.seed)
-                stats, flags = timing.measure(forward, ctx.config, loaded.device)
+            with ctx.on_device(loaded.lock, "shared"), torch.no_grad():
+                forward = timed.model_call(built.model, args, loaded.backward, ctx.config.seed)
+            result = timed.time_model(forward, ctx.config, loaded.device, timing.measure,
+                                      hold=lambda: ctx.on_device(loaded.lock, "exclusive"))
+            stats, flags = result.stats, result.flags
+            with ctx.on_device(loaded.lock, "exclusive"):
                 with ctx.timer("energy"):
                     ctx.verdict.energy = measure_energy(ctx, timing, forward, loaded.device)
                 with ctx.timer("kernels"):
@@ -41,8 +43,9 @@ def run(ctx: Context, checked: Checked) -> None:
         finally:
             guard.after_call(ctx, built.watch, "while being timed")
     ctx.verdict.timing = stats
-    if loaded.backward is not None:
-        stats.note = "; ".join(filter(None, [stats.note, "forward + backward"]))
+    notes = [stats.note, "forward + backward" if loaded.backward is not None else "",
+             f"lower of 2 agreeing repeats of {len(result.repeats)}" if result.steady else ""]
+    stats.note = "; ".join(filter(None, notes))
     for flag in flags:
         ctx.flag(flag)
     baselines_and_floor(ctx, checked)
