@@ -102,6 +102,12 @@ def inputs_on_device(problem, device: str) -> bool | None:
     return _ON_DEVICE.get((id(problem), str(device)))
 
 
+def assume_inputs_on_device(problem, device: str, on_device: bool) -> None:
+    """Take the choice `make_inputs` made for `problem` when its references were computed (they
+    came from the reference store), so this process's inputs regenerate the same way."""
+    _ON_DEVICE[(id(problem), str(device))] = bool(on_device)
+
+
 def _seeded(problem, seed: int, variant: str, device: str) -> list:
     random.seed(seed)
     try:

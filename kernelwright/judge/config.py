@@ -62,6 +62,10 @@ class JudgeConfig:
     # extras: kernelwright.profile's report (timeline, ncu, findings) for a passing candidate
     profile: bool = False
     cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright
+    # the reference store (judge/refstore.py): a problem's reference outputs, computed once per settings;
+    # an entry above the first is not stored (0: no store), the store keeps to the second in all
+    reference_cache_entry_bytes: int = 4 << 30
+    reference_cache_bytes: int = 32 << 30
 
     def __post_init__(self) -> None:
         self.rules = get_rules(self.rules).name  # a clear error for an unknown name; canonical spelling

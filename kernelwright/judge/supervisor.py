@@ -16,7 +16,8 @@ The sandbox starts this process instead of the worker. It never imports torch or
    baseline parameters, accepted only once, before the worker loads candidate code), `baselines`
    (measured by `baseline.get_baselines` from this process, for the sealed parameters), `lock`
    (device lock files), `profile` (the profile's processes, each confined afresh by `launch`, ncu
-   composed here: `profilehost`).
+   composed here: `profilehost`), `references` and `store_references` (the reference store,
+   `refstore`: one lookup and one store, only before the seal).
 5. When the worker has ended (or on SIGTERM: the judge's time limit), it kills every process left
    in its tree and counts those that were the candidate's (they carry the worker's
    no_new_privs bit), writes `trusted/supervisor.json` (a folder the worker cannot write), and
@@ -68,6 +69,7 @@ class Supervision:
     builds: list[str] = field(default_factory=list)  # extensions this supervisor published
     rewrote: dict[str, list[int]] = field(default_factory=dict)  # baseline records it rewrote -> their stat
     sealed: bool = False
+    references: dict[str, Any] = field(default_factory=dict)  # the reference store: key, hit, stored
     launched: list[dict[str, Any]] = field(default_factory=list)  # profiled processes started (`profilehost`)
     network: str = ""  # what profiling needed of the network namespace (its loopback up)
     worker_status: int | None = None  # os.waitstatus_to_exitcode of the worker
@@ -88,6 +90,8 @@ class Supervisor:
         self.pid = os.getpid()
         self.worker_pid = 0
         self.sealed: dict[str, Any] | None = None
+        self.reference_key: str | None = None  # the store's key, from the worker's one lookup
+        self._reference_fields: dict[str, Any] = {}
         self._helpers: set[int] = set()  # builder processes, spared by the count (not the kill)
         self._profile_host = None  # profilehost.ProfileHost, made on the first `profile` request
         self._lock = threading.Lock()
@@ -246,7 +250,7 @@ class Supervisor:
 
     def handlers(self) -> dict[str, service.Handler]:
         return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock,
-                "profile": self._profile}
+                "profile": self._profile, "references": self._references, "store_references": self._store_references}
 
     def _profile(self, message: dict[str, Any]) -> dict[str, Any]:
         """The profile's processes, started here so each is confined afresh (`profilehost`)."""
@@ -292,6 +296,37 @@ class Supervisor:
                            "device_name": str(message.get("device_name") or "")}
             self.record.sealed = True
         return {"ok": True}
+
+    def _references(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The reference store's verified entry for the worker's key fields (`refstore`); asked once,
+        before the seal: the fields come from the worker before any candidate code ran."""
+        from . import refstore
+
+        with self._lock:
+            if self.phase != "evaluate" or self.sealed is not None or self.reference_key is not None:
+                return {"error": "the reference store answers one lookup, before the candidate is loaded"}
+            if self.config.reference_cache_entry_bytes <= 0:
+                return {"error": "the reference store is off (reference_cache_entry_bytes = 0)"}
+            self.reference_key = refstore.key_of(dict(message.get("fields") or {}))
+            self._reference_fields = dict(message.get("fields") or {})
+        found = refstore.lookup(self.cache, self.reference_key)
+        self.record.references = {"key": found.key, "hit": found.path is not None, "why": found.why}
+        return found.to_reply()
+
+    def _store_references(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Publish the worker's freshly computed references under the key of its lookup; once, and
+        only before the seal (no candidate code has run in the worker)."""
+        from . import refstore
+
+        with self._lock:
+            if self.sealed is not None or self.reference_key is None or self.record.references.get("offered"):
+                return {"error": "the reference store takes one entry, after the lookup, before the candidate"}
+            self.record.references["offered"] = True
+        reply = refstore.publish(self.cache, self.reference_key, Path(str(message.get("path"))),
+                                 self.worker_writable(), self.config.reference_cache_entry_bytes,
+                                 self.config.reference_cache_bytes, fields=self._reference_fields)
+        self.record.references["stored"] = bool(reply.get("stored"))
+        return reply
 
     def _baselines(self, message: dict[str, Any]) -> dict[str, Any]:
         from .baseline import get_baselines

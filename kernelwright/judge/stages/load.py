@@ -1,6 +1,7 @@
-"""Stage 1, load: the problem, the device and its lock, and every trial's reference output, before
-any candidate code exists in the process (so the candidate cannot patch the reference). Ends by
-sealing the baseline parameters with the supervisor.
+"""Stage 1, load: the problem, the device and its lock, and every trial's reference output (read from
+the reference store or computed: `stages.reference`), before any candidate code exists in the
+process (so the candidate cannot patch the reference). Ends by sealing the baseline parameters
+with the supervisor, which also closes the reference store to this evaluation.
 """
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ REFERENCE_MEMORY_SHARE = 0.25
 
 
 def run(ctx: Context) -> Loaded | None:
-    """Load the problem and compute every trial's reference output; None when the verdict is decided."""
+    """Load the problem and every trial's reference output; None when the verdict is decided."""
     from ...problem import ProblemError, load_problem
-    from ...problem.ops import record_aten_ops
-    from ...problem.reference import TritonLaunchRecorder, describe_reference
+    from ...problem.reference import describe_reference
     from .. import check, grad, guards
     from .. import reference as refside
+    from . import reference as refstage
 
     ctx.writer.stage(ctx.verdict, "load")
     with ctx.timer("setup"):
@@ -51,28 +52,53 @@ def run(ctx: Context) -> Loaded | None:
         ctx.verdict.overrides, ctx.verdict.shrunk = dict(problem.overrides), problem.shrunk
         backward = grad.runner_for(problem, device)
     sync = lambda: guards.synchronize(device)  # noqa: E731
-    with ctx.on_device(lock, "shared"), ctx.timer("reference"):
-        try:
-            reference = problem.make_model(ctx.config.seed, device)
-            cases, refill, ref_mutates = check.reference_cases(
-                problem, reference, ctx.config.trials, ctx.config.seed, device, sync,
-                device_budget_bytes=reference_budget(device))
-            inputs = check.make_inputs(problem, ctx.config.seed, cases[0].variant, device)
-            with TritonLaunchRecorder() as launches:
-                ref_ops = dict(record_aten_ops(reference, *inputs))
-            if backward is not None:  # the backward's ops are the reference's work too
-                ref_ops.update(backward.reference(reference, cases + [refill], sync))
-        except Exception as exc:  # noqa: BLE001 - the problem's own code failed
-            ctx.stop(ERROR, describe_exception(exc, ctx.problem_path, "the reference Model (problem file)"))
-            return None
-        del reference, inputs
-    ctx.verdict.reference = refside.record(describe_reference(problem), launches.counts, ref_ops, ref_mutates,
-                                           refside.reference_build(builds))
-    loaded = Loaded(problem=problem, device=device, lock=lock, cases=cases, refill=refill, ref_mutates=ref_mutates,
-                    ref_ops=ref_ops, backward=backward)
+    with ctx.on_device(lock, "shared"):
+        with ctx.timer("reference"):
+            reply, refs = refstage.lookup(ctx, problem, device)
+            cache = refstage.hit_record(reply) if refs is not None else None
+            if refs is None:
+                refs = compute_references(ctx, problem, device, sync, backward)
+                if refs is None:
+                    return None
+        if cache is None:
+            with ctx.timer("reference_store"):
+                cache = refstage.store(ctx, reply, refs)
+    if refs.inputs_on_device is not None:  # as decided when they were computed
+        check.assume_inputs_on_device(problem, device, refs.inputs_on_device)
+    ctx.verdict.reference = refside.record(describe_reference(problem), refs.launches, refs.ref_ops,
+                                           refs.ref_mutates, refside.reference_build(builds))
+    if cache is not None:
+        ctx.verdict.reference["cache"] = cache
+    loaded = Loaded(problem=problem, device=device, lock=lock, cases=refs.cases, refill=refs.refill,
+                    ref_mutates=refs.ref_mutates, ref_ops=refs.ref_ops, backward=backward)
     record_precision(ctx, loaded)
     seal_baseline_parameters(ctx, loaded)
     return loaded
+
+
+def compute_references(ctx: Context, problem, device: str, sync, backward):
+    """Every trial's reference outputs, computed here (a `refcases.References`); None when the
+    problem's own code failed (the verdict is then decided)."""
+    from ...problem.ops import record_aten_ops
+    from ...problem.reference import TritonLaunchRecorder
+    from .. import check
+    from ..refcases import References
+
+    try:
+        reference = problem.make_model(ctx.config.seed, device)
+        cases, refill, ref_mutates = check.reference_cases(
+            problem, reference, ctx.config.trials, ctx.config.seed, device, sync,
+            device_budget_bytes=reference_budget(device))
+        inputs = check.make_inputs(problem, ctx.config.seed, cases[0].variant, device)
+        with TritonLaunchRecorder() as launches:
+            ref_ops = dict(record_aten_ops(reference, *inputs))
+        if backward is not None:  # the backward's ops are the reference's work too
+            ref_ops.update(backward.reference(reference, cases + [refill], sync))
+    except Exception as exc:  # noqa: BLE001 - the problem's own code failed
+        ctx.stop(ERROR, describe_exception(exc, ctx.problem_path, "the reference Model (problem file)"))
+        return None
+    return References(cases=cases, refill=refill, ref_mutates=ref_mutates, ref_ops=ref_ops,
+                      launches=dict(launches.counts), inputs_on_device=check.inputs_on_device(problem, device))
 
 
 def device_lock(ctx: Context, device: str):

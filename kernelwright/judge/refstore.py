@@ -1,0 +1,203 @@
+"""The reference store: every trial's reference outputs of one problem, computed once and shared by
+every candidate judged with the same settings (`<cache>/references/<key>/`).
+
+Stdlib only: the trusted supervisor (`supervisor`) is the one process that writes the store, and it
+never imports torch. The worker side (`refcases`) says what an entry holds and loads it.
+
+- The key is a hash of everything the reference outputs depend on (`key_of`): the problem's source,
+  its resolved sizes, the seed, trials and their input variants, the device and its name, the rule
+  set and precision switches, the torch/Triton/numpy versions and the judge code that computes them.
+  The worker sends these fields before any candidate code exists in its process; the supervisor
+  accepts one lookup and one store per evaluation, and none after the baseline seal (`supervisor`).
+- An entry is published whole or not at all: the supervisor copies the worker's staged file into a
+  temporary folder of the store, hashing as it copies, writes the manifest (sizes and BLAKE2b
+  digests) and renames the folder to its key (`publish`). A confined worker cannot write the store.
+- Every hit is verified against its manifest (`verify`): a missing, partial, corrupted or tampered
+  entry is removed and the reference is computed again, never trusted.
+- The store is bounded (`evict`): entries above the per-entry cap are never stored (the worker
+  computes as before and says so), and the least recently used entries go when the total exceeds
+  its cap.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FOLDER = "references"
+DATA_FILE = "cases.pt"
+MANIFEST = "manifest.json"
+FORMAT = 1
+_CHUNK = 1 << 22
+
+
+class StoreError(RuntimeError):
+    """A staged entry the store refuses (wrong place, not a plain file, over the cap)."""
+
+
+@dataclass
+class Lookup:
+    key: str
+    path: Path | None = None  # the verified data file on a hit
+    why: str = ""  # why it missed: "absent", or what was wrong with the entry (then removed)
+    verify_s: float = 0.0
+
+    def to_reply(self) -> dict[str, Any]:
+        return {"key": self.key, "hit": self.path is not None, "path": str(self.path) if self.path else "",
+                "why": self.why, "verify_s": round(self.verify_s, 4)}
+
+
+def key_of(fields: dict[str, Any]) -> str:
+    """The entry's name: a hash of the fields, in a canonical JSON form."""
+    text = json.dumps({"format": FORMAT, **fields}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def root(cache: Path) -> Path:
+    return cache / FOLDER
+
+
+def lookup(cache: Path, key: str) -> Lookup:
+    """The verified entry for `key`; a bad entry is removed and reported as a miss."""
+    started = time.perf_counter()
+    entry = root(cache) / key
+    if not entry.is_dir():
+        return Lookup(key, why="absent")
+    problem = verify(entry)
+    if problem:
+        shutil.rmtree(entry, ignore_errors=True)
+        return Lookup(key, why=f"entry discarded ({problem})", verify_s=time.perf_counter() - started)
+    try:
+        os.utime(entry / MANIFEST)  # recently used: evicted last
+    except OSError:
+        pass
+    return Lookup(key, path=entry / DATA_FILE, verify_s=time.perf_counter() - started)
+
+
+def verify(entry: Path) -> str:
+    """'' when every file of the entry has its manifest's size and digest, else what is wrong."""
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+        files = dict(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "no readable manifest"
+    if manifest.get("format") != FORMAT or manifest.get("key") != entry.name or set(files) != {DATA_FILE}:
+        return "manifest of another format or key"
+    for name, expected in files.items():
+        path = entry / name
+        try:
+            info = path.lstat()
+        except OSError:
+            return f"{name} is missing"
+        if not stat.S_ISREG(info.st_mode) or info.st_size != expected.get("bytes"):
+            return f"{name} has {info.st_size} bytes, the manifest says {expected.get('bytes')}"
+        if digest(path) != expected.get("blake2b"):
+            return f"{name} does not match its digest"
+    return ""
+
+
+def digest(path: Path) -> str:
+    sha = hashlib.blake2b(digest_size=32)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def publish(cache: Path, key: str, staged: Path, allowed: list[Path], entry_cap: int, total_cap: int,
+            fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Copy the worker's staged data file into the store as entry `key` (atomically: a temporary
+    folder renamed); `allowed` are the folders the staged file must lie in (the worker's own)."""
+    source = _checked_source(staged, allowed, entry_cap)
+    store = root(cache)
+    store.mkdir(parents=True, exist_ok=True)
+    final = store / key
+    if final.is_dir() and not verify(final):
+        return {"ok": True, "key": key, "stored": False, "why": "another evaluation stored it first"}
+    tmp = store / f".tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        size, sha = _copy_hashing(source, tmp / DATA_FILE)
+        manifest = {"format": FORMAT, "key": key, "created": time.time(), "fields": fields or {},
+                    "files": {DATA_FILE: {"bytes": size, "blake2b": sha}}}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
+        if final.exists():  # a bad entry (verify failed above): replace it
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:  # a concurrent evaluation published the same key between the checks
+            return {"ok": True, "key": key, "stored": False, "why": "another evaluation stored it first"}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    evicted = evict(cache, total_cap, keep=key)
+    return {"ok": True, "key": key, "stored": True, "bytes": size, "evicted": evicted}
+
+
+def _checked_source(staged: Path, allowed: list[Path], entry_cap: int) -> Path:
+    path = Path(os.path.abspath(staged))
+    if not any(path.is_relative_to(folder.resolve()) for folder in allowed):
+        raise StoreError(f"{staged} is not in the evaluation's own folders")
+    if path.resolve() != path:
+        raise StoreError(f"{staged} is reached through a link")
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{staged} is not a plain file")
+    if info.st_size > entry_cap:
+        raise StoreError(f"{staged} has {info.st_size} bytes, above the cap of {entry_cap}")
+    return path
+
+
+def _copy_hashing(source: Path, target: Path) -> tuple[int, str]:
+    sha, size = hashlib.blake2b(digest_size=32), 0
+    with open(source, "rb") as src, open(target, "xb") as dst:
+        while chunk := src.read(_CHUNK):
+            sha.update(chunk)
+            dst.write(chunk)
+            size += len(chunk)
+    os.chmod(target, 0o444)
+    return size, sha.hexdigest()
+
+
+def evict(cache: Path, total_cap: int, keep: str = "") -> list[str]:
+    """Remove least recently used entries (and stale temporary folders) until the store's total
+    size is within `total_cap`; `keep` is never removed. Returns the keys removed."""
+    store = root(cache)
+    entries, total, removed = [], 0, []
+    for entry in _entries(store):
+        if entry.name.startswith(".tmp-"):
+            if time.time() - _mtime(entry) > 3600:  # left by a supervisor that died while copying
+                shutil.rmtree(entry, ignore_errors=True)
+            continue
+        size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+        entries.append((_mtime(entry / MANIFEST), entry, size))
+        total += size
+    for _, entry, size in sorted(entries, key=lambda e: e[0]):
+        if total <= total_cap:
+            break
+        if entry.name == keep:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+        total -= size
+    return removed
+
+
+def _entries(store: Path) -> list[Path]:
+    try:
+        return [p for p in store.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
