@@ -17,7 +17,6 @@ import json
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 from evidence_common import CANDIDATES, fmt, out_dir, print_table, problem_path, write_json
 

@@ -171,7 +171,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"judge.buildservice", "judge.compile"}): "the trusted builder builds with compile's helpers; compile asks it",
     frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
     frozenset({"judge.api", "judge.forkserver", "judge.stages.check", "judge.stages.compile", "judge.stages.context",
-               "judge.stages.finish", "judge.stages.guard", "judge.stages.load", "judge.stages.profile",
+               "judge.stages.finish", "judge.stages.guard", "judge.stages.load", "judge.stages.profile", "judge.stages.reference",
                "judge.stages.time", "judge.supervisor", "judge.worker"}):
         "the worker's stages import the worker's entry helpers lazily; the fork server starts the supervisor",
     frozenset({"judge.batch", "judge.batch_profile"}): "request helpers shared with the profile pass",

@@ -38,7 +38,7 @@ FORMAT = 1
 _CHUNK = 1 << 22
 
 
-class StoreError(RuntimeError):
+class ReferenceStoreError(RuntimeError):
     """A staged entry the store refuses (wrong place, not a plain file, over the cap)."""
 
 
@@ -143,14 +143,14 @@ def publish(cache: Path, key: str, staged: Path, allowed: list[Path], entry_cap:
 def _checked_source(staged: Path, allowed: list[Path], entry_cap: int) -> Path:
     path = Path(os.path.abspath(staged))
     if not any(path.is_relative_to(folder.resolve()) for folder in allowed):
-        raise StoreError(f"{staged} is not in the evaluation's own folders")
+        raise ReferenceStoreError(f"{staged} is not in the evaluation's own folders")
     if path.resolve() != path:
-        raise StoreError(f"{staged} is reached through a link")
+        raise ReferenceStoreError(f"{staged} is reached through a link")
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
-        raise StoreError(f"{staged} is not a plain file")
+        raise ReferenceStoreError(f"{staged} is not a plain file")
     if info.st_size > entry_cap:
-        raise StoreError(f"{staged} has {info.st_size} bytes, above the cap of {entry_cap}")
+        raise ReferenceStoreError(f"{staged} has {info.st_size} bytes, above the cap of {entry_cap}")
     return path
 
 

@@ -66,13 +66,13 @@ def test_a_corrupted_partial_or_tampered_entry_is_discarded(tmp_path, damage):
 def test_the_store_refuses_files_outside_the_workers_folders_links_and_oversize(tmp_path):
     work, other = tmp_path / "work", tmp_path / "other"
     outside = _staged(other)
-    with pytest.raises(refstore.StoreError, match="own folders"):
+    with pytest.raises(refstore.ReferenceStoreError, match="own folders"):
         refstore.publish(tmp_path / "cache", "k", outside, [work], 1 << 20, 1 << 30)
     work.mkdir()
     (work / "link.pt").symlink_to(outside)
-    with pytest.raises(refstore.StoreError, match="link"):
+    with pytest.raises(refstore.ReferenceStoreError, match="link"):
         refstore.publish(tmp_path / "cache", "k", work / "link.pt", [work], 1 << 20, 1 << 30)
-    with pytest.raises(refstore.StoreError, match="above the cap"):
+    with pytest.raises(refstore.ReferenceStoreError, match="above the cap"):
         refstore.publish(tmp_path / "cache", "k", _staged(work), [work], 999, 1 << 30)
 
 

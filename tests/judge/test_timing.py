@@ -122,6 +122,17 @@ def test_l2_flush_buffer_is_twice_l2():
 
 
 @pytest.mark.gpu
+def test_the_l2_flush_reads_its_buffer_and_writes_only_one_int32():
+    """The flush evicts L2 by reading (no dirty lines left to write back during the timed call)."""
+    flush = timing.L2Flush(torch.device("cuda"))
+    flush.buffer[:7] = 3
+    before = flush.buffer.clone()
+    flush()
+    torch.cuda.synchronize()
+    assert torch.equal(flush.buffer, before) and int(flush.sink) == 21 and flush.sink.numel() == 1
+
+
+@pytest.mark.gpu
 def test_gpu_side_stream_work_is_flagged():
     a = torch.randn(4096, 4096, device="cuda")
     out = torch.empty_like(a)

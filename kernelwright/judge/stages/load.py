@@ -13,8 +13,6 @@ from ..verdict import ERROR
 from .context import Context, describe_exception, install_build_cache, read_text
 from .records import Loaded
 
-# share of the GPU's free memory the reference outputs of all trials may keep on the device
-REFERENCE_MEMORY_SHARE = 0.25
 
 
 def run(ctx: Context) -> Loaded | None:
@@ -83,6 +81,7 @@ def compute_references(ctx: Context, problem, device: str, sync, backward):
     from ...problem.reference import TritonLaunchRecorder
     from .. import check
     from ..refcases import References
+    from .reference import reference_budget
 
     try:
         reference = problem.make_model(ctx.config.seed, device)
@@ -132,17 +131,6 @@ def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
         ctx.notes.append(f"baseline parameters not sealed: {exc}")
 
 
-def reference_budget(device: str) -> int:
-    """Bytes of reference outputs that may stay on the GPU (a share of its free memory)."""
-    if not device.startswith("cuda"):
-        return 0
-    import torch
-
-    try:
-        free, _ = torch.cuda.mem_get_info(torch.device(device))
-    except Exception:  # noqa: BLE001 - unknown: keep them on the CPU
-        return 0
-    return int(free * REFERENCE_MEMORY_SHARE)
 
 
 def resolve_device(config: JudgeConfig) -> str:

@@ -16,6 +16,8 @@ from typing import Any
 
 from .context import Context, read_text
 
+# share of the GPU's free memory the reference outputs of all trials may keep on the device
+REFERENCE_MEMORY_SHARE = 0.25
 STAGED = Path("reference-stage") / "cases.pt"  # in the worker's work folder (its cwd)
 _perf_counter = time.perf_counter
 
@@ -37,10 +39,8 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, A
         return None, None
     if not reply.get("hit"):
         return reply, None
-    from . import load as load_stage
-
     try:
-        return reply, refcases.load(Path(reply["path"]), device, load_stage.reference_budget(device))
+        return reply, refcases.load(Path(reply["path"]), device, reference_budget(device))
     except Exception as exc:  # noqa: BLE001 - evicted meanwhile, or unreadable: compute instead
         reply.update(hit=False, why=f"entry unreadable: {type(exc).__name__}: {exc}")
         return reply, None
@@ -77,3 +77,16 @@ def store(ctx: Context, reply: dict[str, Any] | None, refs) -> dict[str, Any] | 
 
 def hit_record(reply: dict[str, Any]) -> dict[str, Any]:
     return {"hit": True, "key": reply.get("key", ""), "verify_s": reply.get("verify_s")}
+
+
+def reference_budget(device: str) -> int:
+    """Bytes of reference outputs that may stay on the GPU (a share of its free memory)."""
+    if not device.startswith("cuda"):
+        return 0
+    import torch
+
+    try:
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+    except Exception:  # noqa: BLE001 - unknown: keep them on the CPU
+        return 0
+    return int(free * REFERENCE_MEMORY_SHARE)
