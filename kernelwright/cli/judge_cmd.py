@@ -92,11 +92,16 @@ def judge_command(
                                          "passing candidates whose requests ask for it (0: none)"),
     config_file: Optional[str] = typer.Option(None, "--config", help="config file whose \\[judge] table is read "
                                               "(default: $KW_CONFIG, else ./kernelwright.toml)"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="with --batch: judge again the requests whose "
+                                      "verdict is a system error (internal judge error, out of GPU memory on a shared "
+                                      "GPU, ...); every other verdict is kept"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
     config = build_config(settings, trials, timeout, no_time, rules, device, config_file)
     if batch is not None:
-        raise typer.Exit(run_batch_folder(batch, config, profile_budget))
+        raise typer.Exit(run_batch_folder(batch, config, profile_budget, retry_errors))
+    if retry_errors:
+        raise typer.BadParameter("--retry-errors re-judges a batch folder: give --batch DIR")
     if problem is None or candidate is None:
         raise typer.BadParameter("give PROBLEM and CANDIDATE files, or --batch DIR")
     for path in (problem, candidate):
@@ -121,15 +126,18 @@ def exit_code(verdict) -> int:
     return EXIT_FAIL
 
 
-def run_batch_folder(folder: Path, config, profile_budget: float = 300.0) -> int:
+def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False) -> int:
     from kernelwright.judge.batch import judge_folders, pending
     from kernelwright.judge.pool import JudgePool
 
     if not folder.is_dir():
         console.print(f"[red]{folder}: not a folder[/]")
         return EXIT_USAGE
-    console.print(f"{len(pending(folder))} pending requests in {folder}")
-    judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print)
+    waiting, retried = len(pending(folder)), len(pending(folder, retry_errors)) - len(pending(folder))
+    console.print(f"{waiting} pending requests in {folder}"
+                  + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
+    judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print,
+                           retry_errors=retry_errors)
     console.print(f"{len(judged)} verdicts written")
     return EXIT_PASS
 

@@ -40,12 +40,13 @@ from ..files import atomic_write
 from .api import SourceText
 from .config import JudgeConfig
 from .pool import JudgeJob, JudgePool
-from .verdict import ERROR, Verdict
+from .verdict import ERROR, INFO, Flag, Verdict
 
 REQUEST_SUFFIX = ".request.json"
 VERDICT_SUFFIX = ".verdict.json"
 REQUEST_SCHEMA = 1
 DEFAULT_PROFILE_BUDGET_S = 300.0
+REJUDGED = "rejudged_after_system_error"  # flag of a verdict judged again (--retry-errors)
 DEVICE_TIMEOUT_S = 900.0  # recording the device measures its peaks once (about a minute on an H100)
 
 
@@ -88,9 +89,23 @@ def verdict_path(request: Path) -> Path:
     return request.with_name(request_name(request) + VERDICT_SUFFIX)
 
 
-def pending(folder: str | Path) -> list[Path]:
-    """Request files that have no verdict yet, by name."""
-    return sorted(p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}") if not verdict_path(p).exists())
+def pending(folder: str | Path, retry_errors: bool = False) -> list[Path]:
+    """Request files that have no verdict yet, by name; with `retry_errors`, also those whose
+    verdict is a system error (judge/outcome.py: not judged), to be judged again."""
+    return sorted(p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}")
+                  if not verdict_path(p).exists() or (retry_errors and system_error(verdict_path(p)) is not None))
+
+
+def system_error(path: Path) -> str | None:
+    """Why the verdict file at `path` is a system error (its outcome is "not judged"), else None
+    (the candidate's own verdict, or a file that cannot be read: left as it is)."""
+    from .outcome import outcome
+
+    try:
+        found = outcome(json.loads(path.read_text()))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found.text() if found.system_error else None
 
 
 def request_priority(path: Path) -> float:
@@ -139,12 +154,15 @@ def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
 
 
 def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: JudgeConfig | None = None,
-              log=None) -> list[str]:
+              log=None, retry_errors: bool = False) -> list[str]:
     """Judge every pending request in `folder` (or in each of a list of folders, together);
-    returns the names judged (in completion order)."""
+    returns the names judged (in completion order). `retry_errors`: requests whose verdict is a
+    system error are judged again (the new verdict replaces it and says so); every other verdict
+    is kept as it is."""
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
-    waiting = [p for f in folders for p in pending(f)]
+    waiting = [p for f in folders for p in pending(f, retry_errors)]
+    earlier = {p: system_error(verdict_path(p)) for p in waiting if verdict_path(p).exists()}
     for path in sorted(waiting, key=lambda p: (request_priority(p), p.name)):  # the pool starts them in order
         try:
             jobs.append(read_request(path, base))
@@ -154,6 +172,8 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
             judged.append(request_name(path))
     pool = pool or JudgePool(base)
     for index, verdict in pool.iter_judge(jobs):
+        if earlier.get(paths[index]):
+            verdict.flags.append(Flag(REJUDGED, INFO, f"judged again after a system error: {earlier[paths[index]]}"))
         atomic_write(verdict_path(paths[index]), verdict.to_json())
         judged.append(request_name(paths[index]))
         if log:
@@ -196,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep polling for new requests every SECONDS (stop with Ctrl-C)")
     parser.add_argument("--profile-budget", type=float, default=DEFAULT_PROFILE_BUDGET_S, metavar="SECONDS",
                         help="seconds for profiling passing candidates whose requests ask for it (0: none)")
+    parser.add_argument("--retry-errors", action="store_true",
+                        help="judge again the requests whose verdict is a system error (an internal judge error, "
+                             "out of GPU memory on a shared GPU, ...); every other verdict is kept")
     args = parser.parse_args(argv)
     for folder in args.folders:
         if not folder.is_dir():
@@ -204,9 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers,
                      per_gpu=args.per_gpu)
     log = lambda line: print(line, flush=True)  # noqa: E731
+    retry = args.retry_errors  # once: a verdict that is a system error again waits for the next call
     try:
         while True:
-            judged = judge_folders(args.folders, pool, None, args.profile_budget, log)
+            judged = judge_folders(args.folders, pool, None, args.profile_budget, log, retry)
+            retry = False
             if not args.watch:
                 print(f"{len(judged)} verdicts written to {', '.join(map(str, args.folders))}")
                 return 0
@@ -216,13 +241,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None, profile_budget_s: float,
-                  log=None) -> list[str]:
-    """What the runner does: record the device, judge every pending request, then the profile pass."""
+                  log=None, retry_errors: bool = False) -> list[str]:
+    """What the runner does: record the device, judge every pending request (with `retry_errors`,
+    also those whose verdict is a system error), then the profile pass."""
     from .batch_profile import profile_pass
 
     for folder in folders:
         record_device(Path(folder), log)
-    judged = run_batch(list(folders), pool, base, log=log)
+    judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors)
     if profile_budget_s > 0:
         profile_pass([Path(f) for f in folders], pool, base, profile_budget_s, log)
     return judged

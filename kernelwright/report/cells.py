@@ -37,14 +37,16 @@ def summary_columns() -> list[tuple[str, Callable[[Summary], str]]]:
     """(header, cell) for one level's row of the results table."""
     columns: list[tuple[str, Callable[[Summary], str]]] = [
         ("problems", lambda s: str(s.n)),
-        ("correct", lambda s: f"{pct(s.correct_rate)} ({s.correct})"),
+        ("judged", lambda s: f"{s.judged} of {s.n}"),
+        ("not judged", lambda s: str(s.not_judged)),
+        ("correct (of judged)", lambda s: f"{pct(s.correct_rate)} ({s.correct})"),
     ]
     for baseline in BASELINES:
         label = BASELINE_LABELS[baseline]
         columns += [(f"fast_{threshold_key(p)} vs {label}", _fast(baseline, p)) for p in THRESHOLDS]
-        columns += [(f"geomean vs {label}, all (failed = 1.0x)", _stat(baseline, "geomean_all")),
+        columns += [(f"geomean vs {label}, all judged (incorrect = 1.0x)", _stat(baseline, "geomean_all")),
                     (f"geomean vs {label}, correct only", _stat(baseline, "geomean_correct")),
-                    (f"mean vs {label}, all (failed = 1.0x)", _stat(baseline, "mean_all")),
+                    (f"mean vs {label}, all judged (incorrect = 1.0x)", _stat(baseline, "mean_all")),
                     (f"mean vs {label}, correct only", _stat(baseline, "mean_correct"))]
     columns += [("median % of floor", lambda s: "-" if s.median_pct_of_floor is None
                  else f"{s.median_pct_of_floor:.1f}% (n={s.floors})"),
@@ -55,8 +57,10 @@ def summary_columns() -> list[tuple[str, Callable[[Summary], str]]]:
     return columns
 
 
-def problem_columns(rules: str) -> list[tuple[str, Callable[[ProblemResult], str]]]:
-    """(header, cell) for one problem's row (under the rule set `rules`)."""
+def problem_columns(rules: str, pending: dict[str, int] | None = None
+                    ) -> list[tuple[str, Callable[[ProblemResult], str]]]:
+    """(header, cell) for one problem's row (under the rule set `rules`; `pending`: evaluations
+    waiting for a verdict, per problem)."""
     def result(p: ProblemResult):
         return p.result(rules)
 
@@ -64,7 +68,11 @@ def problem_columns(rules: str) -> list[tuple[str, Callable[[ProblemResult], str
         r = result(p)
         if not r.known:
             return "not re-judged"
-        return "correct" if r.correct else ("failed" if p.status != "not started" else "not started")
+        if r.correct:
+            return "correct"
+        if p.not_judged(rules, (pending or {}).get(p.name, 0)):
+            return "not judged"
+        return "incorrect" if p.status != "not started" else "not started"
 
     return [
         ("problem", lambda p: p.name), ("level", lambda p: p.level), ("run", lambda p: p.status),
@@ -89,6 +97,18 @@ def baseline_row(row: dict[str, Any]) -> list[str]:
     ours = row["ours"]
     return [row["problem"], ms(ours.get("eager")), ms(row["theirs"].get("eager")), ms(ours.get("compile_default")),
             ms(row["theirs"].get("compile_default")), row.get("hardware") or ""]
+
+
+NOT_JUDGED_HEADERS = ["problem", "level", "run folder", "why not judged"]
+NOT_JUDGED_INTRO = ("Not the candidates' fault and left out of every rate: their verdicts are system errors (or they "
+                    "wait for one). Judge them again where the GPU is: `kernelwright judge --batch DIR "
+                    "--retry-errors` re-judges the requests of a batch folder whose verdict is a system error and "
+                    "keeps every other verdict.")
+
+
+def not_judged_rows(report) -> list[list[str]]:
+    """A row per problem not judged under the search's rule set: where it is and why."""
+    return [[p.name, p.level, p.run_dir, why] for p, why in report.not_judged()]
 
 
 BASELINE_HEADERS = ["problem", "eager ms (ours)", "eager ms (KernelBench)", "torch.compile ms (ours)",

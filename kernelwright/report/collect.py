@@ -6,6 +6,8 @@ anything with its reading methods) and returns a `ProblemResult` of plain data:
 - the result under each rule set that has verdicts: the correct candidate with the highest
   speedup over the run's objective baseline (for the rule set the run searched with, that is the
   run's best), its speedups over eager and torch.compile, its time and % of the speed-of-light floor;
+  without one, whether the problem is incorrect (some verdict is the candidate's fault) or not
+  judged (every verdict is a system error: judge/outcome.py decides, per verdict);
 - the evaluations in the order they were judged (best-so-far curves);
 - the search tree (plan, approach, status, speedup; the path from the reference to the best);
 - spend: LLM calls, tokens, dollars (the run's record), judge minutes (the judge workers' wall time:
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from kernelwright.judge.outcome import CORRECT, INCORRECT, NOT_JUDGED, outcome
 
 OBJECTIVES = ("eager", "compile_default")
 
@@ -32,6 +36,9 @@ class RuleResult:
     pct_of_floor: float | None = None
     judged: int = 0  # verdicts stored under this rule set
     known: bool = True  # False: the run's correct candidates were never judged under this set
+    outcome: str = INCORRECT  # correct | incorrect (the candidate's fault) | not judged (system errors only)
+    system_errors: int = 0  # verdicts that are system errors (judge/outcome.py), not held against the candidate
+    error: str = ""  # not judged: the system error of its last verdict, or why it has none
 
 
 @dataclass
@@ -78,8 +85,24 @@ class ProblemResult:
         rules = rules or self.rules
         if rules in self.results:
             return self.results[rules]
-        return RuleResult(rules, correct=False, known=not self.result(self.rules).correct if rules != self.rules
-                          else True)
+        if rules == self.rules:
+            return RuleResult(rules, correct=False)
+        own = self.result(self.rules)
+        if own.correct:
+            return RuleResult(rules, correct=False, known=False)
+        return RuleResult(rules, correct=False, outcome=own.outcome, error=own.error)  # as under its own set
+
+    def not_judged(self, rules: str | None = None, waiting: int = 0) -> str:
+        """Why the problem was not judged under `rules` ("" when it was): the system error of its
+        verdicts, or the `waiting` evaluations when it has no verdict yet."""
+        result = self.result(rules)
+        if result.correct or not result.known:
+            return ""
+        if result.outcome == NOT_JUDGED:
+            return result.error or "system error"
+        if waiting and not result.judged and self.status != "not started":
+            return f"{waiting} evaluation(s) wait for a verdict"
+        return ""
 
     def to_dict(self, with_code: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -133,13 +156,34 @@ def _results(store, run_id: str, rows: list[dict], rules: str, objective: str) -
         mine = [r for r in rows if r["rules"] == name]
         passing = [r for r in mine if r["status"] == "pass"]
         if not passing:
-            out[name] = RuleResult(name, correct=False, judged=len(mine))
+            out[name] = _without_pass(store, run_id, name, mine)
             continue
         best = max(passing, key=lambda r: (_key(r, objective), -(r.get("median_ms") or 0.0)))
         verdict = store.verdict(run_id, best["candidate_id"], name) or {}
         out[name] = RuleResult(name, True, best["candidate_id"], _speedups(best), best.get("median_ms"),
-                               ((verdict.get("floor") or {}).get("pct_of_floor")), judged=len(mine))
+                               ((verdict.get("floor") or {}).get("pct_of_floor")), judged=len(mine), outcome=CORRECT,
+                               system_errors=_system_errors(store, run_id, name, mine))
     return out
+
+
+def _outcomes(store, run_id: str, rules: str, rows: list[dict]) -> list:
+    return [outcome(store.verdict(run_id, r["candidate_id"], rules) or {"status": r["status"], "stage": r["stage"]})
+            for r in rows]
+
+
+def _system_errors(store, run_id: str, rules: str, rows: list[dict]) -> int:
+    return sum(o.system_error for o in _outcomes(store, run_id, rules, [r for r in rows if r["status"] != "pass"]))
+
+
+def _without_pass(store, run_id: str, rules: str, rows: list[dict]) -> RuleResult:
+    """No correct candidate: incorrect when a verdict is the candidate's fault (or there is none: no
+    candidate was made), not judged when every verdict is a system error."""
+    found = _outcomes(store, run_id, rules, rows)
+    errors = [o for o in found if o.system_error]
+    if found and len(errors) == len(found):
+        return RuleResult(rules, False, judged=len(rows), outcome=NOT_JUDGED, system_errors=len(errors),
+                          error=errors[-1].text())
+    return RuleResult(rules, False, judged=len(rows), system_errors=len(errors))
 
 
 def _key(row: dict[str, Any], objective: str) -> float:

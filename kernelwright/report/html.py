@@ -12,7 +12,8 @@ from __future__ import annotations
 from html import escape
 
 from . import svg
-from .cells import BASELINE_HEADERS, baseline_row, problem_columns, summary_columns, times
+from .cells import (BASELINE_HEADERS, NOT_JUDGED_HEADERS, NOT_JUDGED_INTRO, baseline_row, not_judged_rows,
+                    problem_columns, summary_columns, times)
 from .collect import ProblemResult, TreeNode
 from .leaderboard import ALL, DEFINITIONS, Report
 from .markdown import rules_line
@@ -29,7 +30,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#888}
 .plots{display:flex;flex-wrap:wrap;gap:16px}.plots figure{margin:0}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;color:#fff;margin:0 3px}
 .pass,.correct{background:#2e7d32}.fail,.invalid,.failed{background:#c62828}.reference{background:#546e7a}
-.pending,.skipped,.not-started,.not-re-judged{background:#9e9e9e}
+.pending,.skipped,.not-started,.not-re-judged,.not-judged{background:#9e9e9e}
 ul.tree{list-style:none;padding-left:18px;border-left:1px dotted #bbb;margin:2px 0}
 ul.tree li{margin:3px 0}.onpath>.node{background:#e8f5e9;border:1px solid #66bb6a;border-radius:4px;padding:1px 4px}
 .best>.node{font-weight:bold;border-width:2px}.node code{font-size:12px}
@@ -111,7 +112,7 @@ def _plots(report: Report) -> str:
 
 def _problems_table(report: Report) -> str:
     rules = report.rule_sets[0]
-    columns = problem_columns(rules)
+    columns = problem_columns(rules, report.pending)
     rows = []
     for p in report.problems:
         cells = [escape(cell(p)) for _, cell in columns]
@@ -122,7 +123,16 @@ def _problems_table(report: Report) -> str:
         pending = "<p>Evaluations still waiting for a verdict: " + escape(", ".join(
             f"{name} {n}" for name, n in sorted(report.pending.items()) if n)) + "</p>"
     return (f"<h2>Problems (under <code>{escape(rules)}</code>)</h2>"
-            + _table([h for h, _ in columns] + ["best so far"], rows, raw=True, numeric_from=5) + pending)
+            + _table([h for h, _ in columns] + ["best so far"], rows, raw=True, numeric_from=5) + pending
+            + _not_judged(report))
+
+
+def _not_judged(report: Report) -> str:
+    rows = not_judged_rows(report)
+    if not rows:
+        return ""
+    return (f'<h2 id="not-judged">Not judged ({len(rows)} of {len(report.problems)} problems)</h2>'
+            f"<p>{escape(NOT_JUDGED_INTRO)}</p>" + _table(NOT_JUDGED_HEADERS, rows, numeric_from=len(NOT_JUDGED_HEADERS)))
 
 
 def _badge(status: str) -> str:
@@ -155,11 +165,12 @@ def _tree(nodes: list[TreeNode]) -> str:
     return '<ul class="tree">' + "".join(item(n) for n in children.get(None, [])) + "</ul>"
 
 
-def _problem_section(p: ProblemResult, rules: str) -> str:
+def _problem_section(p: ProblemResult, rules: str, waiting: int = 0) -> str:
     r = p.result(rules)
+    why = p.not_judged(rules, waiting)
     head = (f"{escape(p.name)} ({escape(p.level)}) — run {escape(p.status)}, "
             + (f"best {escape(r.best_id or '')} at {escape(times(r.speedup.get('eager')))} vs eager"
-               if r.correct else "no correct candidate"))
+               if r.correct else f"not judged: {escape(why[:300])}" if why else "no correct candidate"))
     parts = [f'<section class="problem" id="p-{escape(p.name)}"><h3>{head}</h3>',
              f'<p class="muted">problem <code>{escape(p.problem)}</code>; run folder <code>{escape(p.run_dir)}</code>'
              + (f"; {escape(p.detail[:400])}" if p.detail else "") + "</p>"]
@@ -196,7 +207,7 @@ def render_html(report: Report) -> str:
     body = [f"<h1>kernelwright results: {escape(report.title)}</h1>", _facts(report)]
     body += [_summary(report, r) for r in report.rule_sets]
     body += [_by_rules(report), _plots(report), _problems_table(report), "<h2>Search trees and best candidates</h2>"]
-    body += [_problem_section(p, rules) for p in report.problems]
+    body += [_problem_section(p, rules, report.pending.get(p.name, 0)) for p in report.problems]
     body += [_published(report), "<h2>Definitions</h2><ul>"
              + "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in DEFINITIONS.items()) + "</ul>"]
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"

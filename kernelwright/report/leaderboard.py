@@ -46,6 +46,12 @@ class Report:
     def levels(self) -> list[str]:
         return sorted({p.level for p in self.problems})
 
+    def not_judged(self, rules: str | None = None) -> list[tuple[ProblemResult, str]]:
+        """(problem, why) for each problem not judged under `rules` (default: the search's)."""
+        rules = rules or (self.rule_sets[0] if self.rule_sets else "kernelbench")
+        found = [(p, p.not_judged(rules, self.pending.get(p.name, 0))) for p in self.problems]
+        return [(p, why) for p, why in found if why]
+
     def published_rows(self) -> list[dict[str, Any]]:
         """Per problem whose baselines our judge measured at the problem's own sizes (not shrunk for a
         CPU): ours beside KernelBench's published ones."""
@@ -69,6 +75,8 @@ class Report:
             "summaries": {r: {lv: s.to_dict() for lv, s in by.items()} for r, by in self.summaries.items()},
             "unknown": self.unknown, "devices": self.devices, "software": self.software, "pending": self.pending,
             "notes": self.notes,
+            "not_judged": {r: [{"problem": p.name, "level": p.level, "run_dir": p.run_dir, "error": why}
+                               for p, why in self.not_judged(r)] for r in self.rule_sets},
             "definitions": DEFINITIONS,
             "problems": [p.to_dict() for p in self.problems],
             "published": {
@@ -80,10 +88,20 @@ class Report:
 
 DEFINITIONS = {
     "correct": "the problem has a candidate that passed every correctness trial and every check of the rule set",
-    "fast_p": "share of ALL problems that are correct and more than p times faster than the baseline",
-    "geomean_all": "geometric mean over all problems, a failed problem counted as 1.0x (the reference kept)",
+    "incorrect": "no correct candidate, and at least one verdict is the candidate's fault (wrong result, rejected "
+                 "by a check, compile error, crash, timeout while its code ran, out of GPU memory with the GPU to "
+                 "itself), or no candidate was made (no template matched, the run never started)",
+    "not judged": "no verdict says anything about a candidate: every one is a system error (internal judge error, "
+                  "out of GPU memory on a GPU that may have been shared, the problem's reference could not run, "
+                  "the machine lacks a tool) or it still waits for a verdict; left out of every rate below, "
+                  "listed with its error to be judged again (`kernelwright judge --batch DIR --retry-errors`)",
+    "judged": "the problems that are correct or incorrect: the denominator of the correct rate, fast_p and "
+              "the geomeans and means",
+    "fast_p": "share of the JUDGED problems that are correct and more than p times faster than the baseline",
+    "geomean_all": "geometric mean over all judged problems, an incorrect problem counted as 1.0x (the reference "
+                   "kept)",
     "geomean_correct": "geometric mean over the correct problems only",
-    "mean_all": "arithmetic mean over all problems, a failed problem counted as 1.0x",
+    "mean_all": "arithmetic mean over all judged problems, an incorrect problem counted as 1.0x",
     "mean_correct": "arithmetic mean over the correct problems only",
     "median_pct_of_floor": "median over correct problems of (speed-of-light floor / measured time) in percent",
     "judge_minutes": "wall time of the judge workers that evaluated the candidates (on a GPU machine: time "
@@ -92,14 +110,17 @@ DEFINITIONS = {
 }
 
 
-def score(problem: ProblemResult, rules: str) -> Score | None:
-    """The problem's score under `rules`, None where its outcome there is unknown."""
+def score(problem: ProblemResult, rules: str, waiting: int = 0) -> Score | None:
+    """The problem's score under `rules`, None where its outcome there is unknown. Not judged: its
+    verdicts are system errors only, or it has none and `waiting` evaluations wait for one."""
     result = problem.result(rules)
     if not result.known:
         return None
     spend = problem.spend or {}
     return Score(result.correct, dict(result.speedup), result.pct_of_floor, int(spend.get("calls") or 0),
-                 int(spend.get("tokens") or 0), float(spend.get("usd") or 0.0), float(spend.get("judge_s") or 0.0))
+                 int(spend.get("tokens") or 0), float(spend.get("usd") or 0.0), float(spend.get("judge_s") or 0.0),
+                 judged=not problem.not_judged(rules, waiting))
+
 
 
 def build_report(problems: list[ProblemResult], *, title: str, target: str, made_with: str = "",
@@ -113,7 +134,7 @@ def build_report(problems: list[ProblemResult], *, title: str, target: str, made
     others = sorted({r for p in problems for r in p.results} - {first})
     report.rule_sets = [first] + others
     for rules in report.rule_sets:
-        scored = [(p, score(p, rules)) for p in problems]
+        scored = [(p, score(p, rules, report.pending.get(p.name, 0))) for p in problems]
         report.unknown[rules] = sum(1 for _, s in scored if s is None)
         by_level: dict[str, Summary] = {}
         for level in report.levels:
@@ -150,7 +171,15 @@ def _facts(report: Report) -> None:
         report.notes.append(
             f"partial: {waiting} evaluation(s) still wait for a verdict ({judged} judged, "
             f"{judged / (judged + waiting):.0%} of those requested); {with_result} of {len(report.problems)} "
-            "problems have at least one verdict. Problems without a correct candidate count as failed (1.0x).")
+            "problems have at least one verdict. Problems with verdicts but no correct candidate count as "
+            "incorrect (1.0x); those with no verdict yet are not judged.")
+    missing = report.not_judged()
+    if missing:
+        total = report.summaries[report.rule_sets[0]][ALL]
+        report.notes.append(
+            f"{total.judged} of {total.n} problems judged: {len(missing)} not judged (system errors or no verdict "
+            "yet, listed under \"Not judged\"), left out of the rates and geomeans, never counted as failures; "
+            "judge them again: `kernelwright judge --batch DIR --retry-errors`")
     for rules in report.rule_sets[1:]:
         if report.unknown.get(rules):
             report.notes.append(f"under {rules}: {report.unknown[rules]} problem(s) with a correct candidate were "

@@ -2,7 +2,8 @@
 problems, the published numbers beside ours with their source and rules, and the definitions."""
 from __future__ import annotations
 
-from .cells import BASELINE_HEADERS, baseline_row, problem_columns, summary_columns
+from .cells import (BASELINE_HEADERS, NOT_JUDGED_HEADERS, NOT_JUDGED_INTRO, baseline_row, not_judged_rows,
+                    problem_columns, summary_columns)
 from .leaderboard import ALL, DEFINITIONS, Report
 from .published import QUOTED
 
@@ -60,9 +61,13 @@ def render_markdown(report: Report) -> str:
     if len(report.rule_sets) > 1:
         lines += ["## Overall, by rule set", ""] + by_rules_table(report)
     search = report.rule_sets[0]
-    columns = problem_columns(search)
+    columns = problem_columns(search, report.pending)
     lines += [f"## Problems (under `{search}`)", ""]
     lines += _table([h for h, _ in columns], [[cell(p) for _, cell in columns] for p in report.problems])
+    missing = not_judged_rows(report)
+    if missing:
+        lines += [f"## Not judged ({len(missing)} of {len(report.problems)} problems)", "", NOT_JUDGED_INTRO, ""]
+        lines += _table(NOT_JUDGED_HEADERS, missing)
     if any(report.pending.values()):
         lines += ["Evaluations still waiting for a verdict: " + ", ".join(
             f"{name} {n}" for name, n in sorted(report.pending.items()) if n), ""]

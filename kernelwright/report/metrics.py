@@ -1,21 +1,26 @@
 """The leaderboard numbers of a set of problems (a level, or all of them), as this field reports them.
 
-For each problem its result is the correct candidate a run found (or none). Over n problems:
+For each problem its result is the correct candidate a run found (or none), and whether it was
+judged at all: a problem whose verdicts are all system errors (judge/outcome.py: an internal judge
+error, out of GPU memory on a shared GPU, ...) or that only waits for verdicts is "not judged" and
+is never counted as the candidate's failure. Of n problems, `judged` were judged; over those:
 
-- correct rate: problems with a correct candidate / n;
+- correct rate: problems with a correct candidate / judged;
 - fast_p against a baseline (eager PyTorch, torch.compile): problems whose candidate is correct AND
-  more than p times faster than the baseline / n (KernelBench's fast_p); fast_0 counts the correct
-  problems that were timed against that baseline;
+  more than p times faster than the baseline / judged (KernelBench's fast_p); fast_0 counts the
+  correct problems that were timed against that baseline;
 - geomean and mean speedup, two ways, labelled:
-  - "all problems": every problem counts, a failed one at 1.0x (the reference is kept, as a user
-    of the tool would); a correct one at its measured speedup, even below 1.0x;
+  - "all judged problems": every judged problem counts, an incorrect one at 1.0x (the reference is
+    kept, as a user of the tool would); a correct one at its measured speedup, even below 1.0x;
   - "correct only": the correct problems alone;
 - median % of the speed-of-light floor over the correct problems that have one.
 
 A correct problem without a time against a baseline (that baseline was not measured: torch.compile
 is not measured on a CPU) is not fast against it and is left out of its geomeans and means;
 `untimed` counts such problems so a table can say so. When no correct problem was timed against a
-baseline, its "all problems" figures are left empty (the failed ones alone would read as 1.0x). Spend is summed and averaged per problem: LLM calls, tokens, dollars, judge minutes.
+baseline, its "all problems" figures are left empty (the failed ones alone would read as 1.0x). Spend is
+summed over all n problems (judged or not) and averaged per problem: LLM calls, tokens, dollars,
+judge minutes.
 """
 from __future__ import annotations
 
@@ -40,12 +45,13 @@ class Score:
     tokens: int = 0
     usd: float = 0.0
     judge_s: float = 0.0
+    judged: bool = True  # False: not judged (system errors only, or waiting): left out of every rate
 
 
 @dataclass
 class BaselineStats:
-    fast: dict[str, float]  # "0", "1", "1.5", "2" -> fraction of all problems
-    geomean_all: float | None  # failed problems at 1.0x
+    fast: dict[str, float]  # "0", "1", "1.5", "2" -> fraction of the judged problems
+    geomean_all: float | None  # judged problems, incorrect ones at 1.0x
     geomean_correct: float | None
     mean_all: float | None
     mean_correct: float | None
@@ -54,9 +60,10 @@ class BaselineStats:
 
 @dataclass
 class Summary:
-    n: int
+    n: int  # every problem
     correct: int
-    correct_rate: float | None
+    correct_rate: float | None  # correct / judged
+    judged: int  # problems with a verdict that is not a system error: the rates' denominator
     by_baseline: dict[str, BaselineStats]
     median_pct_of_floor: float | None
     floors: int  # correct problems with a floor percentage
@@ -65,11 +72,16 @@ class Summary:
     usd: float
     judge_minutes: float
 
+    @property
+    def not_judged(self) -> int:
+        return self.n - self.judged
+
     def per_problem(self, value: float | int) -> float | None:
         return value / self.n if self.n else None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["not_judged"] = self.not_judged
         data["per_problem"] = {k: self.per_problem(getattr(self, k)) for k in ("calls", "tokens", "usd",
                                                                                "judge_minutes")}
         return data
@@ -92,7 +104,7 @@ def mean(values: Iterable[float]) -> float | None:
 
 
 def fast_p(scores: list[Score], p: float, baseline: str = "eager") -> float | None:
-    """Share of all problems that are correct and more than p times faster than `baseline`."""
+    """Share of `scores` (the judged problems) that are correct and more than p times faster than `baseline`."""
     if not scores:
         return None
     hits = sum(1 for s in scores if s.correct and (s.speedup.get(baseline) or 0.0) > p)
@@ -112,11 +124,13 @@ def baseline_stats(scores: list[Score], baseline: str) -> BaselineStats:
 
 
 def summarize(scores: list[Score]) -> Summary:
-    correct = [s for s in scores if s.correct]
+    """Rates over the judged problems, spend over all of them."""
+    judged = [s for s in scores if s.judged or s.correct]
+    correct = [s for s in judged if s.correct]
     floors = [s.pct_of_floor for s in correct if s.pct_of_floor is not None]
     return Summary(
-        n=len(scores), correct=len(correct), correct_rate=(len(correct) / len(scores)) if scores else None,
-        by_baseline={b: baseline_stats(scores, b) for b in BASELINES},
+        n=len(scores), correct=len(correct), correct_rate=(len(correct) / len(judged)) if judged else None,
+        judged=len(judged), by_baseline={b: baseline_stats(judged, b) for b in BASELINES},
         median_pct_of_floor=statistics.median(floors) if floors else None, floors=len(floors),
         calls=sum(s.calls for s in scores), tokens=sum(s.tokens for s in scores),
         usd=round(sum(s.usd for s in scores), 6), judge_minutes=round(sum(s.judge_s for s in scores) / 60, 3))

@@ -71,7 +71,7 @@ def test_the_suite_report_numbers_come_from_the_stored_verdicts(replayed_suite):
     assert problems["linear_relu"]["results"]["kernelbench"]["correct"] is False
     assert "CPU wall time" in " ".join(report["devices"])
     markdown = (suite / "report" / "report.md").read_text()
-    assert "| correct | 67% (2) | 67% (2) |" in markdown
+    assert "| correct (of judged) | 67% (2) | 67% (2) |" in markdown and "| judged | 3 of 3 | 3 of 3 |" in markdown
 
 
 def test_a_real_browser_renders_the_report_page(replayed_suite, tmp_path):

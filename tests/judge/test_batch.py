@@ -61,3 +61,75 @@ def test_bad_requests_say_what_is_missing(tmp_path):
         path.write_text(json.dumps(data))
         with pytest.raises(BatchError):
             read_request(path)
+
+
+class _FakePool:
+    """Stands in for the judge pool (no sandbox here): every job it is handed passes."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def iter_judge(self, jobs):
+        from kernelwright.judge.verdict import Verdict
+
+        for index, job in enumerate(jobs):
+            self.names.append(job.name)
+            yield index, Verdict(problem="p.py", candidate=job.name, status="pass", stage="done")
+
+
+def _folder_with_verdicts(folder: Path) -> Path:
+    """Three requests answered by hand-written verdict files: a system error (OOM on a shared GPU,
+    the H100 suite run's shape), the candidate's own failure, and a pass; plus one with none."""
+    from kernelwright.judge.verdict import Verdict
+
+    (folder / "prob.py").write_text("x = 1")
+    verdicts = {"oom": Verdict(problem="p", candidate="oom", status="error", stage="check",
+                               error="internal judge error: Traceback (most recent call last):\n"
+                                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB."),
+                "wrong": Verdict(problem="p", candidate="wrong", status="fail", stage="check", error="max abs err 3"),
+                "good": Verdict(problem="p", candidate="good", status="pass", stage="done")}
+    for name in [*verdicts, "new"]:
+        write_request(folder, name, "prob.py", "class ModelNew: pass")
+    for name, verdict in verdicts.items():
+        (folder / f"{name}{VERDICT_SUFFIX}").write_text(verdict.to_json())
+    return folder
+
+
+def test_retry_errors_rejudges_only_system_errors_and_keeps_every_other_verdict(tmp_path):
+    from kernelwright.judge.batch import REJUDGED, run_batch
+
+    folder = _folder_with_verdicts(tmp_path)
+    kept = {name: (folder / f"{name}{VERDICT_SUFFIX}").read_bytes() for name in ("wrong", "good")}
+    assert [p.name for p in pending(folder)] == ["new.request.json"]
+    assert [p.name for p in pending(folder, retry_errors=True)] == ["new.request.json", "oom.request.json"]
+    pool = _FakePool()
+    judged = run_batch(folder, pool, retry_errors=True)
+    assert sorted(judged) == sorted(pool.names) == ["new", "oom"]
+    for name, data in kept.items():
+        assert (folder / f"{name}{VERDICT_SUFFIX}").read_bytes() == data
+    verdicts = read_verdicts(folder)
+    assert verdicts["oom"].status == "pass"
+    flag = next(f for f in verdicts["oom"].flags if f.code == REJUDGED)
+    assert "out of GPU memory" in flag.message and "12.00 GiB" in flag.message
+    assert not any(f.code == REJUDGED for f in verdicts["new"].flags)
+    assert run_batch(folder, _FakePool(), retry_errors=True) == []  # nothing is a system error any more
+
+
+def test_cli_judge_batch_retry_errors(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from kernelwright.cli.app import app
+    from kernelwright.judge import pool as pool_module
+    from kernelwright.judge.target import DEVICE_FILE
+
+    folder = _folder_with_verdicts(tmp_path)
+    (folder / DEVICE_FILE).write_text("{}")  # recorded already: no device probe here
+    fakes: list[_FakePool] = []
+    monkeypatch.setattr(pool_module, "JudgePool", lambda *a, **k: fakes.append(_FakePool()) or fakes[-1])
+    done = CliRunner().invoke(app, ["judge", "--batch", str(folder), "--retry-errors", "--profile-budget", "0"])
+    assert done.exit_code == 0, done.output
+    said = " ".join(done.output.split())  # rich wraps lines
+    assert "1 pending requests" in said and "1 whose verdict is a system error judged again" in said
+    assert sorted(fakes[0].names) == ["new", "oom"]
+    refused = CliRunner().invoke(app, ["judge", "--retry-errors"])
+    assert refused.exit_code == 2 and "--batch" in refused.output

@@ -110,7 +110,7 @@ def test_written_report_is_json_markdown_and_a_self_contained_page(problems, tmp
     paths = write_report(report, tmp_path / "out")
     data = json.loads(paths["json"].read_text())
     assert data["summaries"]["kernelbench"]["all"]["correct"] == 2
-    assert data["definitions"]["geomean_all"].startswith("geometric mean over all problems")
+    assert data["definitions"]["geomean_all"].startswith("geometric mean over all judged problems")
     markdown = paths["markdown"].read_text()
     assert "| fast_1.5 vs eager |" in markdown and "## Results under `strict`" in markdown
     assert "partial: 2 evaluation(s) still wait" in markdown
@@ -139,3 +139,77 @@ def test_published_baselines_sit_beside_ours_with_their_source(problems, tmp_pat
     page = write_report(report, tmp_path / "out")["html"].read_text()
     assert "baselines, not results" in page and "H100_Modal" in page
     assert load_baselines(tmp_path / "nowhere") is None
+
+
+def system_error(cid: str, error: str, stage: str = "check") -> dict:
+    """An error verdict of the judge's own making (the H100 suite run's OOM, trimmed)."""
+    return {**verdict(cid, "error"), "stage": stage, "error": error}
+
+
+OOM = ("internal judge error: Traceback (most recent call last):\n  File \"guards.py\", line 227\n"
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB.")
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """correct, incorrect (a wrong result; a compile error beside a system error), not judged (OOM on a
+    shared GPU; the reference's OOM), and one waiting for its only verdict."""
+    runs = {
+        "good": make_run(tmp_path, "good", [("c1", "c0", "pass", verdict("c1", "pass", 2.0, 1.0), "")]),
+        "wrong": make_run(tmp_path, "wrong", [("c1", "c0", "fail", verdict("c1", "fail"), "")]),
+        "broken": make_run(tmp_path, "broken", [
+            ("c1", "c0", "fail", system_error("c1", OOM), ""),
+            ("c2", "c0", "fail", system_error("c2", "the candidate does not load: SyntaxError", "compile"), "")]),
+        "oom": make_run(tmp_path, "oom", [("c1", "c0", "fail", system_error("c1", OOM), "")], level="level2"),
+        "ref": make_run(tmp_path, "ref", [("c1", "c0", "fail", system_error(
+            "c1", "the reference Model (problem file) raised RuntimeError: no kernel image", "load"), "")],
+            level="level2"),
+        "waiting": make_run(tmp_path, "waiting", [("c1", "c0", "pending", None, "")], level="level2"),
+    }
+    return [collect(run, "level2" if name in ("oom", "ref", "waiting") else "level1") for name, run in runs.items()]
+
+
+def test_problems_are_correct_incorrect_or_not_judged(mixed):
+    by_name = {p.name: p.result() for p in mixed}
+    assert [by_name[n].outcome for n in ("good", "wrong", "broken", "oom", "ref")] == [
+        "correct", "incorrect", "incorrect", "not judged", "not judged"]
+    assert by_name["broken"].system_errors == 1  # the compile error is the candidate's: incorrect
+    assert "out of GPU memory" in by_name["oom"].error and "12.00 GiB" in by_name["oom"].error
+    assert "load stage" in by_name["ref"].error
+
+
+def test_rates_and_geomeans_are_over_judged_problems(mixed, tmp_path):
+    report = build_report(mixed, title="t", target=str(tmp_path), pending={"waiting": 1})
+    overall = report.summaries["kernelbench"][ALL]
+    assert (overall.n, overall.judged, overall.not_judged, overall.correct) == (6, 3, 3, 1)
+    assert overall.correct_rate == pytest.approx(1 / 3)
+    eager = overall.by_baseline["eager"]
+    assert eager.fast["1"] == pytest.approx(1 / 3)
+    assert eager.geomean_all == pytest.approx((2.0 * 1.0 * 1.0) ** (1 / 3))  # incorrect at 1.0x, not judged out
+    level2 = report.summaries["kernelbench"]["level2"]
+    assert (level2.n, level2.judged, level2.correct_rate, eager.geomean_correct) == (3, 0, None, 2.0)
+    assert [(p.name, why.split(":")[0]) for p, why in report.not_judged()] == [
+        ("oom", "out of GPU memory on a GPU that may have been shared"), ("ref", "judge error in the load stage"),
+        ("waiting", "1 evaluation(s) wait for a verdict")]
+    assert any(note.startswith("3 of 6 problems judged") for note in report.notes)
+
+
+def test_written_report_lists_the_problems_not_judged(mixed, tmp_path):
+    report = build_report(mixed, title="t", target=str(tmp_path), pending={"waiting": 1})
+    paths = write_report(report, tmp_path / "out")
+    data = json.loads(paths["json"].read_text())
+    assert data["summaries"]["kernelbench"]["all"]["judged"] == 3
+    assert data["summaries"]["kernelbench"]["all"]["not_judged"] == 3
+    assert [row["problem"] for row in data["not_judged"]["kernelbench"]] == ["oom", "ref", "waiting"]
+    assert data["definitions"]["not judged"].startswith("no verdict says anything about a candidate")
+    markdown = paths["markdown"].read_text()
+    assert "| judged | 3 of 3 | 0 of 3 | 3 of 6 |" in markdown and "| not judged | 0 | 3 | 3 |" in markdown
+    assert "## Not judged (3 of 6 problems)" in markdown and "--retry-errors" in markdown
+    rows: dict[str, str] = {}  # the problems table's row of each (the first table naming it)
+    for line in markdown.splitlines():
+        if line.startswith("| "):
+            rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
+    assert "| incorrect |" in rows["wrong"] and "| not judged |" in rows["oom"] and "| correct |" in rows["good"]
+    page = paths["html"].read_text()
+    assert '<h2 id="not-judged">Not judged (3 of 6 problems)</h2>' in page and "12.00 GiB" in page
+    assert "not judged: out of GPU memory" in page  # the problem's own section says why
