@@ -13,7 +13,10 @@ never imports torch. The worker side (`refcases`) says what an entry holds and l
   temporary folder of the store, hashing as it copies, writes the manifest (sizes and BLAKE2b
   digests) and renames the folder to its key (`publish`). A confined worker cannot write the store.
 - Every hit is verified against its manifest (`verify`): a missing, partial, corrupted or tampered
-  entry is removed and the reference is computed again, never trusted.
+  entry is removed and the reference is computed again, never trusted. A data file whose
+  `fingerprint` (inode, size, modification and status-change times) is the one recorded when it was
+  published has not been written since and is not read through again (on the H100 the full digest
+  of a 384 MiB entry took 0.89 s, more than computing that reference); any other is digested whole.
 - The store is bounded (`evict`): entries above the per-entry cap are never stored (the worker
   computes as before and says so), and the least recently used entries go when the total exceeds
   its cap.
@@ -98,9 +101,19 @@ def verify(entry: Path) -> str:
             return f"{name} is missing"
         if not stat.S_ISREG(info.st_mode) or info.st_size != expected.get("bytes"):
             return f"{name} has {info.st_size} bytes, the manifest says {expected.get('bytes')}"
+        if expected.get("stat") == fingerprint(info):
+            continue  # untouched since it was published (see `fingerprint`): no need to read it all
         if digest(path) != expected.get("blake2b"):
             return f"{name} does not match its digest"
     return ""
+
+
+def fingerprint(info: os.stat_result) -> list[int]:
+    """What changes whenever a file is written: inode, size, modification and status-change times
+    (ns). The status-change time cannot be set back from user space (setting the modification time
+    back changes it), so an unchanged fingerprint means the file was not written since publishing;
+    a changed one (a write, a chmod, a copy) sends the entry through the full digest check."""
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def digest(path: Path) -> str:
@@ -126,7 +139,8 @@ def publish(cache: Path, key: str, staged: Path, allowed: list[Path], entry_cap:
     try:
         size, sha = _copy_hashing(source, tmp / DATA_FILE)
         manifest = {"format": FORMAT, "key": key, "created": time.time(), "fields": fields or {},
-                    "files": {DATA_FILE: {"bytes": size, "blake2b": sha}}}
+                    "files": {DATA_FILE: {"bytes": size, "blake2b": sha,
+                                          "stat": fingerprint((tmp / DATA_FILE).lstat())}}}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
         if final.exists():  # a bad entry (verify failed above): replace it
             shutil.rmtree(final, ignore_errors=True)

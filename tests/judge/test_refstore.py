@@ -63,6 +63,25 @@ def test_a_corrupted_partial_or_tampered_entry_is_discarded(tmp_path, damage):
     assert not entry.exists()  # removed: the next evaluation computes and stores it again
 
 
+def test_an_untouched_entry_is_not_read_through_but_one_written_since_is(tmp_path, monkeypatch):
+    """A hit whose data file has the fingerprint recorded at publishing skips the full digest; a
+    write that keeps size and modification time (set back with utime) still changes the status-change
+    time, so the entry is digested whole and, its bytes changed, discarded."""
+    work = tmp_path / "work"
+    refstore.publish(tmp_path / "cache", "k1", _staged(work), [work], 1 << 20, 1 << 30)
+    digested = []
+    real_digest = refstore.digest
+    monkeypatch.setattr(refstore, "digest", lambda path: digested.append(path) or real_digest(path))
+    assert refstore.lookup(tmp_path / "cache", "k1").path is not None and digested == []
+    data = tmp_path / "cache" / "references" / "k1" / refstore.DATA_FILE
+    before = data.stat()
+    data.chmod(0o644)
+    data.write_bytes(b"y" * 1000)  # same size
+    os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))  # modification time set back
+    found = refstore.lookup(tmp_path / "cache", "k1")
+    assert digested and found.path is None and "digest" in found.why
+
+
 def test_the_store_refuses_files_outside_the_workers_folders_links_and_oversize(tmp_path):
     work, other = tmp_path / "work", tmp_path / "other"
     outside = _staged(other)
@@ -83,7 +102,7 @@ def test_the_store_keeps_to_its_total_cap_least_recently_used_first(tmp_path):
     manifest_a = cache / "references" / "a" / refstore.MANIFEST
     os.utime(manifest_a, (1, 1))  # "a" used long ago ...
     assert refstore.lookup(cache, "a").path is not None  # ... until now: "b" is the oldest
-    reply = refstore.publish(cache, "c", _staged(work), [work], 1 << 20, 2500)
+    reply = refstore.publish(cache, "c", _staged(work), [work], 1 << 20, 3500)  # room for two entries
     assert reply["evicted"] == ["b"]
     assert sorted(p.name for p in (cache / "references").iterdir()) == ["a", "c"]
 
