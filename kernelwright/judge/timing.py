@@ -301,7 +301,7 @@ def side_stream_flag(events_ms: float, wall_ms: float) -> Flag | None:
 def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str) -> dict:
     """Joules per call of `fn` on the GPU, or {"available": False, "reason": ...}.
 
-    `fn` is repeated for `config.energy_ms` without the L2 flush (whose writes would be counted as
+    `fn` is repeated for `config.energy_ms` without the L2 flush (whose reads would be counted as
     the candidate's energy) inside `kernelwright.profile.energy.EnergyMeter` (NVML's energy
     counter, else power samples). Run it right after `measure`, under the same exclusive device
     lock, so no other process's kernels are counted.
