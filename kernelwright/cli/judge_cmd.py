@@ -127,13 +127,13 @@ def exit_code(verdict) -> int:
 
 
 def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False) -> int:
-    from kernelwright.judge.batch import judge_folders, pending
+    from kernelwright.judge.batch import judge_folders, pending, system_errors
     from kernelwright.judge.pool import JudgePool
 
     if not folder.is_dir():
         console.print(f"[red]{folder}: not a folder[/]")
         return EXIT_USAGE
-    waiting, retried = len(pending(folder)), len(pending(folder, retry_errors)) - len(pending(folder))
+    waiting, retried = len(pending(folder)), len(system_errors(folder)) if retry_errors else 0
     console.print(f"{waiting} pending requests in {folder}"
                   + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
     judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print,

@@ -142,12 +142,20 @@ def memory_key(problem_source: str, overrides: dict, device: str) -> str:
 
 
 def is_oom(verdict) -> bool:
-    """Whether the verdict ended in a GPU out-of-memory error (its message or the worker's stderr)."""
-    if verdict.passed:
-        return False
-    text = " ".join(filter(None, [verdict.error, verdict.process.stderr_tail if verdict.process else ""]))
-    text += " ".join(t.message or "" for t in verdict.trials)
-    return any(marker in text for marker in OOM_MARKERS)
+    """Whether the verdict ended in a GPU out-of-memory error (its message, the worker's stderr or
+    a trial's message)."""
+    return not verdict.passed and bool(oom_line(verdict))
+
+
+def oom_line(verdict) -> str:
+    """The first line of the verdict's error, the worker's stderr or a trial's message that names a
+    GPU out-of-memory error (at most 300 characters); "" when none does."""
+    texts = [verdict.error or "", verdict.process.stderr_tail if verdict.process else ""]
+    texts += [t.message or "" for t in verdict.trials]
+    for line in "\n".join(texts).splitlines():
+        if any(marker in line for marker in OOM_MARKERS):
+            return line.strip()[:300]
+    return ""
 
 
 def peak_of(verdict) -> int | None:

@@ -54,9 +54,6 @@ from .verdict import WARN, Baselines, Flag, TimingStats
 KINDS = ("eager", "compile_default", "compile_max_autotune")
 # the repeat rule is the candidate's too (judge/timed.py); PROTOCOL is part of the cache key, so
 # baselines cached under an older rule are measured again
-NOISY_IQR_SHARE, REPEAT_AGREEMENT, MAX_REPEATS = timed.NOISY_IQR_SHARE, timed.REPEAT_AGREEMENT, timed.MAX_REPEATS
-REPEAT_PAUSE_S, RULE = timed.REPEAT_PAUSE_S, timed.RULE
-steady_pick, steady_measure = timed.steady_pick, timed.steady_measure
 PROTOCOL = "repeats-v1"
 _COMPILE_MODE = {"compile_default": None, "compile_max_autotune": "max-autotune"}
 _TIMING_FIELDS = ("warmup_ms", "rep_ms", "min_reps", "max_reps", "flush_l2", "cuda_graph")
@@ -235,7 +232,7 @@ def _write_cached(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     record = {"key": key, "timing": measured["timing"], "repeats": measured.get("repeats", []),
-              "steady": measured.get("steady", True), "rule": RULE,
+              "steady": measured.get("steady", True), "rule": timed.RULE,
               "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(path)

@@ -92,8 +92,18 @@ def verdict_path(request: Path) -> Path:
 def pending(folder: str | Path, retry_errors: bool = False) -> list[Path]:
     """Request files that have no verdict yet, by name; with `retry_errors`, also those whose
     verdict is a system error (judge/outcome.py: not judged), to be judged again."""
-    return sorted(p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}")
-                  if not verdict_path(p).exists() or (retry_errors and system_error(verdict_path(p)) is not None))
+    waiting = [p for p in Path(folder).glob(f"*{REQUEST_SUFFIX}") if not verdict_path(p).exists()]
+    return sorted(waiting + (list(system_errors(folder)) if retry_errors else []))
+
+
+def system_errors(folder: str | Path) -> dict[Path, str]:
+    """Request files whose verdict is a system error, each with why (`system_error`)."""
+    found = {}
+    for request in Path(folder).glob(f"*{REQUEST_SUFFIX}"):
+        why = system_error(verdict_path(request)) if verdict_path(request).exists() else None
+        if why is not None:
+            found[request] = why
+    return found
 
 
 def system_error(path: Path) -> str | None:
@@ -161,8 +171,8 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
     is kept as it is."""
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
-    waiting = [p for f in folders for p in pending(f, retry_errors)]
-    earlier = {p: system_error(verdict_path(p)) for p in waiting if verdict_path(p).exists()}
+    earlier = {p: why for f in folders for p, why in system_errors(f).items()} if retry_errors else {}
+    waiting = [p for f in folders for p in pending(f)] + list(earlier)
     for path in sorted(waiting, key=lambda p: (request_priority(p), p.name)):  # the pool starts them in order
         try:
             jobs.append(read_request(path, base))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .admission import OOM_ALONE, OOM_MARKERS, is_oom
+from .admission import OOM_ALONE, is_oom, oom_line
 from .preflight import environment_error
 from .verdict import ERROR, FAIL, PASS, REJECT, CompileResult, Flag, ProcessInfo, TrialResult, Verdict
 
@@ -52,7 +52,7 @@ def outcome(verdict: Verdict | dict[str, Any]) -> Outcome:
         return Outcome(CORRECT, "pass")
     detail = error_line(v.error or "")
     if is_oom(v):
-        oom = _oom_line(v) or detail
+        oom = oom_line(v) or detail
         if any(f.code == OOM_ALONE for f in v.flags):
             return Outcome(INCORRECT, "out of GPU memory with the GPU to itself", oom)
         return Outcome(NOT_JUDGED, "out of GPU memory on a GPU that may have been shared", oom)
@@ -87,14 +87,6 @@ def error_line(text: str, limit: int = 300) -> str:
         return ""
     line = lines[-1] if "Traceback (most recent call last)" in text else lines[0]
     return line[:limit]
-
-
-def _oom_line(v: Verdict) -> str:
-    texts = [v.error or "", v.process.stderr_tail if v.process else ""] + [t.message or "" for t in v.trials]
-    for line in "\n".join(texts).splitlines():
-        if any(marker in line for marker in OOM_MARKERS):
-            return line.strip()[:300]
-    return ""
 
 
 def _as_verdict(data: Verdict | dict[str, Any]) -> Verdict:

@@ -172,9 +172,9 @@ def l2_flush_buffer(device: torch.device) -> torch.Tensor:
 class L2Flush:
     """Evicts L2 before a timed call by READING a buffer twice its size (a sum into one int32).
     A write flush left dirty lines whose write-back to DRAM overlapped the timed call: on the H100
-    (2026-11-24, bench/timing_agreement.py, 6 kernels of >= 50 µs) event times read +2.4-17 % above
-    ncu's gpu__time_duration with the write flush (3 of 6 within 3 %) and -0.2-+1.2 % with the read
-    flush on 5 of 6 (the bf16 8192 matmul +9.8 %, see docs/benchmarks.md)."""
+    (2026-11-24, bench/timing_agreement.py, 6 kernels of >= 50 µs) event times agreed with ncu's
+    gpu__time_duration within 3 % on 3 of 6 kernels with the write flush and on 5 of 6 with the read
+    (the bf16 8192 GEMM +5.7 to +9 % under every variant; docs/benchmarks.md)."""
 
     def __init__(self, device: torch.device):
         self.buffer = l2_flush_buffer(device)

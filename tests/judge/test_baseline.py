@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from kernelwright.judge import baseline as kwbase
+from kernelwright.judge import timed
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.verdict import Baselines, TimingStats
 
@@ -132,7 +133,7 @@ def run_rule(medians_iqrs):
     """steady_measure over a scripted sequence of repeats; returns (result, repeats taken, steady)."""
     script = iter([timing(m, i) for m, i in medians_iqrs])
     pauses = []
-    picked, repeats, steady = kwbase.steady_measure(lambda: next(script), sleep=pauses.append)
+    picked, repeats, steady = timed.steady_measure(lambda: next(script), sleep=pauses.append)
     return picked, repeats, steady, pauses
 
 
@@ -144,7 +145,7 @@ def test_two_tight_agreeing_repeats_are_enough():
 def test_the_issue_case_a_wide_first_repeat_is_measured_again():
     # 7.95 ms with an IQR of 7.79 ms (the cached baseline of the README example), then fresh ones
     picked, repeats, steady, pauses = run_rule([(7.95, 7.79), (0.080, 0.004), (0.082, 0.003)])
-    assert steady and picked.median_ms == 0.080 and len(repeats) == 3 and pauses == [kwbase.REPEAT_PAUSE_S]
+    assert steady and picked.median_ms == 0.080 and len(repeats) == 3 and pauses == [timed.REPEAT_PAUSE_S]
     assert repeats[0] == [7.95, 7.79, 20]
 
 
@@ -155,7 +156,7 @@ def test_tight_repeats_that_disagree_are_not_steady_until_two_agree():
 
 def test_a_baseline_that_stays_noisy_is_marked_and_the_fastest_kept():
     picked, repeats, steady, pauses = run_rule([(8.0, 7.0), (0.1, 0.09), (3.0, 0.1), (0.5, 0.01)])
-    assert not steady and len(repeats) == kwbase.MAX_REPEATS and len(pauses) == 2
+    assert not steady and len(repeats) == timed.MAX_REPEATS and len(pauses) == 2
     assert picked.median_ms == 0.1 and "noisy: 4 repeats never agreed" in picked.note
 
 
@@ -204,11 +205,11 @@ def test_the_real_subprocess_records_its_repeats(tiny, config):
     result = kwbase.get_baselines(tiny, {}, config, "cpu")
     info = result.measured["eager"]
     medians = [r[0] for r in info["repeats"]]
-    assert 2 <= len(medians) <= kwbase.MAX_REPEATS
+    assert 2 <= len(medians) <= timed.MAX_REPEATS
     assert result.eager.median_ms in medians  # the baseline is one of the repeats, as recorded
     if info["steady"]:  # and it has a partner within the agreement margin
         others = [m for m in medians if m != result.eager.median_ms] or [result.eager.median_ms]
-        assert min(abs(m - result.eager.median_ms) for m in others) <= kwbase.REPEAT_AGREEMENT * result.eager.median_ms
+        assert min(abs(m - result.eager.median_ms) for m in others) <= timed.REPEAT_AGREEMENT * result.eager.median_ms
     else:
         assert result.eager.median_ms == min(medians)
 
@@ -223,6 +224,6 @@ def test_gpu_baselines_are_steady_and_say_so(kernelbench, tmp_path):
     assert not result.errors, result.errors
     for kind in ("eager", "compile_default"):
         info = result.measured[kind]
-        assert info["steady"] and 2 <= len(info["repeats"]) <= kwbase.MAX_REPEATS, info
+        assert info["steady"] and 2 <= len(info["repeats"]) <= timed.MAX_REPEATS, info
         assert len(info["key_sha256"]) == 64 and not info["from_cache"]
         assert getattr(result, kind).method in ("cuda_events", "cuda_graph")

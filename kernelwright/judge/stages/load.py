@@ -14,7 +14,6 @@ from .context import Context, describe_exception, install_build_cache, read_text
 from .records import Loaded
 
 
-
 def run(ctx: Context) -> Loaded | None:
     """Load the problem and every trial's reference output; None when the verdict is decided."""
     from ...problem import ProblemError, load_problem
@@ -129,8 +128,6 @@ def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
         service.call("seal", overrides=dict(loaded.problem.overrides), device=loaded.device, device_name=name)
     except Exception as exc:  # noqa: BLE001 - no baselines then; the candidate is still judged
         ctx.notes.append(f"baseline parameters not sealed: {exc}")
-
-
 
 
 def resolve_device(config: JudgeConfig) -> str:
