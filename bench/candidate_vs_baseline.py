@@ -20,8 +20,6 @@ Writes $OUT/candidate_vs_baseline.json and prints one line per problem.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import tempfile
 import time
@@ -30,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SUITE = ROOT / "examples" / "realworld"
+
+from evidence_common import out_dir, write_json  # noqa: E402 - bench/ is on the path when run as a script
 DEFAULT = "fused_add_rmsnorm,moe_unpermute,moe_topk_softmax,moe_permute"
 
 
@@ -104,8 +104,7 @@ def plain(problem: Path, config) -> dict:
 
 def main() -> int:
     args = parse_args()
-    out = Path(os.environ.get("OUT", ROOT / "bench" / "results"))
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir()
     folder = Path(tempfile.mkdtemp(prefix="kw-cvb-"))
     config = config_for(args, str(folder / "cache"))
     start, rows = time.monotonic(), []
@@ -133,7 +132,7 @@ def main() -> int:
               f"(x{row.get('ratio_in_process')}) | plain {row['plain'].get('reference_ms')} ms", flush=True)
     record = {"date": time.strftime("%Y-%m-%d"), "args": vars(args), "seconds": round(time.monotonic() - start, 1),
               "problems": rows}
-    (out / "candidate_vs_baseline.json").write_text(json.dumps(record, indent=1, default=str))
+    write_json(out / "candidate_vs_baseline.json", record)
     return 0
 
 
