@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelwright.judge.baseline_lane import DEFAULT_LANES
+
 console = Console()
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -95,7 +97,7 @@ def judge_command(
     retry_errors: bool = typer.Option(False, "--retry-errors", help="with --batch: judge again the requests whose "
                                       "verdict is a system error (internal judge error, out of GPU memory on a shared "
                                       "GPU, ...); every other verdict is kept"),
-    baseline_lanes: int = typer.Option(2, "--baseline-lanes", min=0, help="with --batch: problems whose eager and "
+    baseline_lanes: int = typer.Option(DEFAULT_LANES, "--baseline-lanes", min=0, help="with --batch: problems whose eager and "
                                        "torch.compile baselines are measured ahead at once, first-judged first (0: off)"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
@@ -129,7 +131,7 @@ def exit_code(verdict) -> int:
 
 
 def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False,
-                     baseline_lanes: int = 2) -> int:
+                     baseline_lanes: int = DEFAULT_LANES) -> int:
     from kernelwright.judge.batch import judge_folders, pending, system_errors
     from kernelwright.judge.pool import JudgePool
 

@@ -311,3 +311,32 @@ def test_the_runner_side_of_the_lane_never_imports_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", _NO_TORCH, str(problem), str(tmp_path / "cache")],
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_verdicts_read_the_lane_measurements(tmp_path, kernelbench):
+    """On the GPU (nvidia-smi names the device for the lane, the worker's supervisor likewise): the
+    lane measures eager and torch.compile for the problem of two candidates, at the same time; the
+    verdicts' baselines are those records, measured once."""
+    from kernelwright.judge.batch import read_verdicts, run_batch, write_request
+    from kernelwright.judge.pool import JudgePool
+
+    config = JudgeConfig(cache_dir=str(tmp_path / "cache"), overrides={"batch_size": 256}, trials=2)
+    candidate = (Path(__file__).parent / "candidates" / "relu_correct.py").read_text()
+    folder = tmp_path / "evals"
+    for name in ("one", "two"):
+        write_request(folder, name, kernelbench / "level1" / "19_ReLU.py", candidate, config)
+    logged: list[str] = []
+    with JudgePool(config) as pool:
+        run_batch(folder, pool, log=logged.append, baseline_lanes=2)
+    records = {p.name for p in _cache_records(config)}
+    assert len(records) == 2, logged
+    for verdict in read_verdicts(folder).values():
+        assert verdict.status == PASS, verdict.error
+        assert {verdict.baselines.measured[k]["cache_file"] for k in ("eager", "compile_default")} == records
+    lane_lines = [line for line in logged if line.startswith("baseline lane:")]
+    measured = [v.baselines.measured[k]["from_cache"] for v in read_verdicts(folder).values()
+                for k in ("eager", "compile_default")]
+    if any("19_ReLU.py: measured eager, compile_default" in line for line in lane_lines):
+        assert all(measured), lane_lines  # every verdict read the lane's records
+    print("\n".join(lane_lines))
