@@ -10,8 +10,10 @@
 # evals folder at once (recording the device in each folder's device.json on first contact, the
 # peaks measured once, then judging every pending request, then profiling the passing candidates
 # whose requests ask for it, best first, within PROFILE_BUDGET_S seconds, default 150), all under
-# LIMIT_S seconds (default 520), $KW_PER_GPU evaluations at once per GPU (default 4); with
-# KW_RETRY_ERRORS=1, requests whose verdict was a system error are judged again. It writes, under $OUT:
+# LIMIT_S seconds (default 520), $KW_PER_GPU evaluations at once per GPU (default 4), with
+# $KW_BASELINE_LANES problems' baselines measured ahead at once (default 2; 0: off, each problem's
+# first candidate measures them); with KW_RETRY_ERRORS=1, requests whose verdict was a system error
+# are judged again. It writes, under $OUT:
 #     verdicts.tar     every *.verdict.json and device.json, same paths: `tar -xf verdicts.tar` at
 #                      the search machine's folder where IN.tar was made puts them in place
 #     batch_gpu.log    what the runner printed
@@ -32,10 +34,11 @@ if [ "${#FOLDERS[@]}" -eq 0 ]; then
     echo "no evals folder in $IN" >&2
     exit 2
 fi
-echo "judging ${#FOLDERS[@]} folders: ${FOLDERS[*]} (profile budget ${BUDGET} s, limit ${LIMIT} s)" | tee "$OUT/batch_gpu.log"
+echo "judging ${#FOLDERS[@]} folders: ${FOLDERS[*]} (profile budget ${BUDGET} s, limit ${LIMIT} s, baseline lanes ${KW_BASELINE_LANES:-2})" | tee "$OUT/batch_gpu.log"
 started=$(date +%s)
 (cd "$WORK" && timeout -k 10 "$LIMIT" python -m kernelwright.judge.batch "${FOLDERS[@]}" \
-    --profile-budget "$BUDGET" --per-gpu "${KW_PER_GPU:-4}" ${KW_RETRY_ERRORS:+--retry-errors}) >>"$OUT/batch_gpu.log" 2>&1
+    --profile-budget "$BUDGET" --per-gpu "${KW_PER_GPU:-4}" --baseline-lanes "${KW_BASELINE_LANES:-2}" \
+    ${KW_RETRY_ERRORS:+--retry-errors}) >>"$OUT/batch_gpu.log" 2>&1
 code=$?
 echo "batch runner: exit $code after $(( $(date +%s) - started )) s" | tee -a "$OUT/batch_gpu.log"
 (cd "$WORK" && find . \( -name '*.verdict.json' -o -name device.json \) -print0 \

@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelwright.judge.baseline_lane import DEFAULT_LANES
+
 console = Console()
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -95,11 +97,13 @@ def judge_command(
     retry_errors: bool = typer.Option(False, "--retry-errors", help="with --batch: judge again the requests whose "
                                       "verdict is a system error (internal judge error, out of GPU memory on a shared "
                                       "GPU, ...); every other verdict is kept"),
+    baseline_lanes: int = typer.Option(DEFAULT_LANES, "--baseline-lanes", min=0, help="with --batch: problems whose eager and "
+                                       "torch.compile baselines are measured ahead at once, first-judged first (0: off)"),
 ) -> None:
     """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
     config = build_config(settings, trials, timeout, no_time, rules, device, config_file)
     if batch is not None:
-        raise typer.Exit(run_batch_folder(batch, config, profile_budget, retry_errors))
+        raise typer.Exit(run_batch_folder(batch, config, profile_budget, retry_errors, baseline_lanes))
     if retry_errors:
         raise typer.BadParameter("--retry-errors re-judges a batch folder: give --batch DIR")
     if problem is None or candidate is None:
@@ -126,7 +130,8 @@ def exit_code(verdict) -> int:
     return EXIT_FAIL
 
 
-def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False) -> int:
+def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False,
+                     baseline_lanes: int = DEFAULT_LANES) -> int:
     from kernelwright.judge.batch import judge_folders, pending, system_errors
     from kernelwright.judge.pool import JudgePool
 
@@ -137,7 +142,7 @@ def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_
     console.print(f"{waiting} pending requests in {folder}"
                   + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
     judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print,
-                           retry_errors=retry_errors)
+                           retry_errors=retry_errors, baseline_lanes=baseline_lanes)
     console.print(f"{len(judged)} verdicts written")
     return EXIT_PASS
 

@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -142,28 +143,65 @@ def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | N
     result = Baselines(errors=dict(errors), eager_label=reference.baseline_label(),
                        work="forward+backward" if reference.backward else "forward")
     hits = []
-    for kind in kinds:
-        key = cache_key(problem_path, overrides, config, device, kind, device_label)
-        path = cache_file(problem_path, key, config)
-        record = None if force else _read_cached(path, key)
-        if record is None:
-            # one process measures, the others (candidates of the same problem judged at the same
-            # time) wait for its result instead of measuring the same baseline again
-            with _cache_lock(path):
-                record = None if force else _read_cached(path, key)
-                if record is None:
-                    measured, error = _run_subprocess(problem_path, overrides, config, device, kind)
-                    if error:
-                        result.errors[kind] = error
-                        hits.append(False)
-                        continue
-                    record = _write_cached(path, key, measured)
-                    record["from_cache"] = False
+    outcomes = _each_kind(kinds, lambda kind: _one_kind(problem_path, overrides, config, device, kind,
+                                                          device_label, force))
+    for kind, (path, key, record, error) in zip(kinds, outcomes, strict=True):
+        if error:
+            result.errors[kind] = error
+            hits.append(False)
+            continue
         hits.append(record["from_cache"])
         setattr(result, kind, TimingStats(**record["timing"]))
         result.measured[kind] = provenance(path, key, record)
     result.cached = bool(hits) and all(hits)
     return result
+
+
+def _each_kind(kinds: list[str], one) -> list:
+    """`one(kind)` for every kind, concurrently (each kind is its own subprocess under its own cache
+    lock, so a problem's baselines take about as long as its slowest kind, not the sum; the timing
+    itself stays exclusive: each subprocess holds the device lock around its measurement)."""
+    if len(kinds) < 2:
+        return [one(kind) for kind in kinds]
+    with ThreadPoolExecutor(len(kinds), thread_name_prefix="kw-baseline-kind") as kinds_at_once:
+        return list(kinds_at_once.map(one, kinds))
+
+
+def _one_kind(problem_path, overrides: dict[str, Any], config: JudgeConfig, device: str, kind: str,
+              device_label: str | None, force: bool):
+    """(cache file, key, record, None) from the cache or measured now, or (path, key, None, error)."""
+    key = cache_key(problem_path, overrides, config, device, kind, device_label)
+    path = cache_file(problem_path, key, config)
+    record = None if force else _read_cached(path, key)
+    if record is not None:
+        return path, key, record, None
+    # one process measures, the others (candidates of the same problem judged at the same time,
+    # the batch runner's baseline lane) wait for its result instead of measuring it again
+    with _cache_lock(path):
+        record = None if force else _read_cached(path, key)
+        if record is None:
+            measured, error = _run_subprocess(problem_path, overrides, config, device, kind)
+            if error:
+                return path, key, None, error
+            record = _write_cached(path, key, measured)
+            record["from_cache"] = False
+    return path, key, record, None
+
+
+def missing_kinds(problem_path: str | os.PathLike, overrides: dict[str, Any] | None, config: JudgeConfig,
+                  device: str, device_label: str, allow_cpu_compile: bool = False) -> list[str]:
+    """The wanted baseline kinds that have no cached record for these parameters (a look, no lock,
+    nothing measured): what `get_baselines` would measure now."""
+    from ..problem.reference import scan_source
+
+    reference = scan_source(Path(problem_path).read_text(errors="replace"))
+    kinds, _ = wanted_kinds(config, device, allow_cpu_compile, reference.kind)
+    missing = []
+    for kind in kinds:
+        key = cache_key(problem_path, dict(overrides or {}), config, device, kind, device_label)
+        if _read_cached(cache_file(problem_path, key, config), key) is None:
+            missing.append(kind)
+    return missing
 
 
 def provenance(path: Path, key: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:

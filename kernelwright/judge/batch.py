@@ -16,6 +16,11 @@ reads it to tell its agents where their code runs. Requests that ask for a profi
 (`"profile": true`) are profiled after all are judged, best first, within --profile-budget
 (judge/batch_profile.py).
 
+While the requests are judged, a baseline lane (judge/baseline_lane.py, --baseline-lanes N, default
+2, 0: off) measures the eager and torch.compile baselines of their problems ahead, first-judged
+first, into the cache the candidates' judges read: a problem's first candidate no longer waits for
+them while it holds its place on the GPU.
+
 A request (JSON object):
     name              optional; defaults to NAME from the file name
     problem_path      path of the problem file (relative paths are relative to DIR), or
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..files import atomic_write
+from . import baseline_lane
 from .api import SourceText
 from .config import JudgeConfig
 from .pool import JudgeJob, JudgePool
@@ -47,6 +53,7 @@ VERDICT_SUFFIX = ".verdict.json"
 REQUEST_SCHEMA = 1
 DEFAULT_PROFILE_BUDGET_S = 300.0
 REJUDGED = "rejudged_after_system_error"  # flag of a verdict judged again (--retry-errors)
+DEFAULT_BASELINE_LANES = baseline_lane.DEFAULT_LANES
 DEVICE_TIMEOUT_S = 900.0  # recording the device measures its peaks once (about a minute on an H100)
 
 
@@ -164,11 +171,13 @@ def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
 
 
 def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: JudgeConfig | None = None,
-              log=None, retry_errors: bool = False) -> list[str]:
+              log=None, retry_errors: bool = False, baseline_lanes: int = 0) -> list[str]:
     """Judge every pending request in `folder` (or in each of a list of folders, together);
     returns the names judged (in completion order). `retry_errors`: requests whose verdict is a
     system error are judged again (the new verdict replaces it and says so); every other verdict
-    is kept as it is."""
+    is kept as it is. `baseline_lanes`: problems whose baselines are measured ahead at once
+    (judge/baseline_lane.py; 0: none, each problem's first candidate measures them)."""
+
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
     earlier = {p: why for f in folders for p, why in system_errors(f).items()} if retry_errors else {}
@@ -181,13 +190,18 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
             atomic_write(verdict_path(path), _bad_request(path, str(exc)).to_json())
             judged.append(request_name(path))
     pool = pool or JudgePool(base)
-    for index, verdict in pool.iter_judge(jobs):
-        if earlier.get(paths[index]):
-            verdict.flags.append(Flag(REJUDGED, INFO, f"judged again after a system error: {earlier[paths[index]]}"))
-        atomic_write(verdict_path(paths[index]), verdict.to_json())
-        judged.append(request_name(paths[index]))
-        if log:
-            log(f"{request_name(paths[index])}: {verdict.status} ({verdict.stage})")
+    lane = baseline_lane.start(jobs, pool, baseline_lanes, log)
+    try:
+        for index, verdict in pool.iter_judge(jobs):
+            if earlier.get(paths[index]):
+                verdict.flags.append(Flag(REJUDGED, INFO, f"judged again after a system error: {earlier[paths[index]]}"))
+            atomic_write(verdict_path(paths[index]), verdict.to_json())
+            judged.append(request_name(paths[index]))
+            if log:
+                log(f"{request_name(paths[index])}: {verdict.status} ({verdict.stage})")
+    finally:
+        if lane is not None:
+            lane.stop()
     return judged
 
 
@@ -226,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep polling for new requests every SECONDS (stop with Ctrl-C)")
     parser.add_argument("--profile-budget", type=float, default=DEFAULT_PROFILE_BUDGET_S, metavar="SECONDS",
                         help="seconds for profiling passing candidates whose requests ask for it (0: none)")
+    parser.add_argument("--baseline-lanes", type=int, default=DEFAULT_BASELINE_LANES, metavar="N",
+                        help="problems whose eager and torch.compile baselines are measured ahead at once, in the "
+                             f"order their requests are judged (default {DEFAULT_BASELINE_LANES}; 0: off)")
     parser.add_argument("--retry-errors", action="store_true",
                         help="judge again the requests whose verdict is a system error (an internal judge error, "
                              "out of GPU memory on a shared GPU, ...); every other verdict is kept")
@@ -240,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     retry = args.retry_errors  # once: a verdict that is a system error again waits for the next call
     try:
         while True:
-            judged = judge_folders(args.folders, pool, None, args.profile_budget, log, retry)
+            judged = judge_folders(args.folders, pool, None, args.profile_budget, log, retry, args.baseline_lanes)
             retry = False
             if not args.watch:
                 print(f"{len(judged)} verdicts written to {', '.join(map(str, args.folders))}")
@@ -251,14 +268,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None, profile_budget_s: float,
-                  log=None, retry_errors: bool = False) -> list[str]:
+                  log=None, retry_errors: bool = False, baseline_lanes: int = DEFAULT_BASELINE_LANES) -> list[str]:
     """What the runner does: record the device, judge every pending request (with `retry_errors`,
-    also those whose verdict is a system error), then the profile pass."""
+    also those whose verdict is a system error) while `baseline_lanes` measure their problems'
+    baselines ahead, then the profile pass."""
     from .batch_profile import profile_pass
 
     for folder in folders:
         record_device(Path(folder), log)
-    judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors)
+    judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors, baseline_lanes=baseline_lanes)
     if profile_budget_s > 0:
         profile_pass([Path(f) for f in folders], pool, base, profile_budget_s, log)
     return judged

@@ -32,14 +32,16 @@ def device_name(device: str = "cuda") -> str:
     return f"cpu:{platform.processor() or platform.machine()}"
 
 
-def device_name_without_torch(device: str = "cuda") -> str:
+def device_name_without_torch(device: str = "cuda", environ: dict[str, str] | None = None) -> str:
     """`device_name(device)` without importing torch or touching CUDA: the processor for the CPU,
-    nvidia-smi's name of the visible GPU `device` means; "" when nvidia-smi cannot say."""
+    nvidia-smi's name of the visible GPU `device` means (in a process whose environment is
+    `environ`, default this one's); "" when nvidia-smi cannot say."""
     if not str(device).startswith("cuda"):
         return f"cpu:{platform.processor() or platform.machine()}"
+    environ = os.environ if environ is None else environ
     index = int(str(device).split(":")[1]) if ":" in str(device) else 0
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    if "CUDA_VISIBLE_DEVICES" in os.environ and index >= len(visible):
+    visible = [v.strip() for v in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if "CUDA_VISIBLE_DEVICES" in environ and index >= len(visible):
         return ""
     target = visible[index] if visible else str(index)
     listed = _safe(lambda: _run("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", target), "")

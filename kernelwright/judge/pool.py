@@ -214,6 +214,15 @@ class JudgePool:
             envs = [{**env, "OMP_NUM_THREADS": threads} for env in envs]
         return envs
 
+    def device_envs(self) -> list[dict[str, str]]:
+        """The environment an evaluation runs with on each device of this pool (one per GPU, or
+        one for the CPU): what the batch runner's baseline lane measures with (judge/baseline_lane.py)."""
+        unique: list[dict[str, str]] = []
+        for env in self._lane_envs():
+            if env not in unique:
+                unique.append(env)
+        return unique
+
     def _device_hint(self, config: JudgeConfig) -> str:
         return "cuda" if self.gpus and config.device != "cpu" else "cpu"
 

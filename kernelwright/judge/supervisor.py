@@ -134,12 +134,7 @@ class Supervisor:
     def trusted_env(self) -> None:
         """This process's environment, inherited by the builds and baseline measurements it starts:
         the shared caches (only trusted processes write them) and a temporary folder of its own."""
-        os.environ.update({
-            "TMPDIR": str(self.trusted / "tmp"), "TMP": str(self.trusted / "tmp"), "TEMP": str(self.trusted / "tmp"),
-            "HOME": str(self.trusted / "home"), "KW_CACHE_DIR": str(self.cache),
-            "TORCH_EXTENSIONS_DIR": str(self.cache / "torch_extensions"), "TRITON_CACHE_DIR": str(self.cache / "triton"),
-            "TORCHINDUCTOR_CACHE_DIR": str(self.cache / "inductor"), "CUDA_CACHE_PATH": str(self.cache / "nv"),
-        })
+        os.environ.update(trusted_cache_env(self.cache, self.trusted))
         os.environ.pop(service.ENV_VAR, None)
         import tempfile
 
@@ -414,6 +409,18 @@ def _ensure_uvm_device() -> None:
             subprocess.run([exe, "-u", "-c=0"], capture_output=True, timeout=30)
         except (OSError, subprocess.SubprocessError):
             pass
+
+
+def trusted_cache_env(cache: Path, home: Path) -> dict[str, str]:
+    """The environment of a trusted process that writes the shared caches (the supervisor, and the
+    builds and baseline measurements it starts; the batch runner's baseline lane): the caches
+    under `cache`, HOME and the temporary folder under `home`."""
+    return {
+        "TMPDIR": str(home / "tmp"), "TMP": str(home / "tmp"), "TEMP": str(home / "tmp"),
+        "HOME": str(home / "home"), "KW_CACHE_DIR": str(cache),
+        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"), "TRITON_CACHE_DIR": str(cache / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "CUDA_CACHE_PATH": str(cache / "nv"),
+    }
 
 
 def device_label(device: str, sealed_name: str) -> str:

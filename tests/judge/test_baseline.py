@@ -227,3 +227,27 @@ def test_gpu_baselines_are_steady_and_say_so(kernelbench, tmp_path):
         assert info["steady"] and 2 <= len(info["repeats"]) <= timed.MAX_REPEATS, info
         assert len(info["key_sha256"]) == 64 and not info["from_cache"]
         assert getattr(result, kind).method in ("cuda_events", "cuda_graph")
+
+
+def test_the_kinds_of_a_problem_are_measured_at_once(tiny, config, monkeypatch):
+    """Each kind its own subprocess, started together: a fake subprocess that waits for the other
+    kind's to start (a barrier) would time out if they ran one after the other."""
+    import threading
+
+    started = threading.Barrier(2, timeout=20)
+    threads = set()
+
+    def together(problem_path, overrides, config, device, kind):
+        threads.add(threading.get_ident())
+        started.wait()  # BrokenBarrierError when the kinds run one after the other
+        return {"timing": dataclasses.asdict(timing(1.0 if kind == "eager" else 0.5, 0.01)), "steady": True}, None
+
+    monkeypatch.setattr(kwbase, "_run_subprocess", together)
+    both = dataclasses.replace(config, baselines=("eager", "compile_default"))
+    result = kwbase.get_baselines(tiny, {}, both, "cpu", allow_cpu_compile=True)
+    assert len(threads) == 2 and not result.errors
+    assert result.eager.median_ms == 1.0 and result.compile_default.median_ms == 0.5  # each kind its own result
+    assert kwbase.missing_kinds(tiny, {}, both, "cpu", kwbase.cache_key(tiny, {}, both, "cpu", "eager")["device"],
+                                allow_cpu_compile=True) == []
+    assert kwbase.missing_kinds(tiny, {"dim": 16}, both, "cpu", "cpu:x", allow_cpu_compile=True) == [
+        "eager", "compile_default"]
