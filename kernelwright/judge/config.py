@@ -66,6 +66,9 @@ class JudgeConfig:
     # an entry above the first is not stored (0: no store), the store keeps to the second in all
     reference_cache_entry_bytes: int = 4 << 30
     reference_cache_bytes: int = 32 << 30
+    # references computed faster than this are not stored: writing an entry (1-2 GB: 7-14 s on the
+    # H100 machine) costs more than recomputing them for every candidate of a search (0: store all)
+    reference_cache_min_compute_s: float = 1.0
 
     def __post_init__(self) -> None:
         self.rules = get_rules(self.rules).name  # a clear error for an unknown name; canonical spelling

@@ -19,7 +19,8 @@ from test_supervisor import _supervisor  # noqa: E402
 
 CANDIDATES = Path(__file__).parent / "candidates"
 RELU = "level1/19_ReLU.py"
-FAST = dict(trials=2, device="cpu", time=False, overrides={"batch_size": 4, "dim": 4096})
+FAST = dict(trials=2, device="cpu", time=False, overrides={"batch_size": 4, "dim": 4096},
+            reference_cache_min_compute_s=0.0)  # these tiny references are stored, to test the store
 
 
 # ----------------------------------------------------------------------------- the store itself
@@ -220,3 +221,12 @@ def test_a_tampered_entry_is_not_used_and_is_computed_again(kernelbench, tmp_pat
     assert record["hit"] is False and ("digest" in record["why"] or "bytes" in record["why"]), record
     assert record["stored"] is True and again.status == "pass" and _trials(again) == _trials(first)
     assert _judge(kernelbench, "relu_correct", cache).reference["cache"]["hit"] is True
+
+
+def test_references_computed_faster_than_the_threshold_are_not_stored(kernelbench, tmp_path):
+    cache = tmp_path / "cache"
+    first = _judge(kernelbench, "relu_correct", cache, reference_cache_min_compute_s=3600.0)
+    assert first.status == "pass" and first.reference["cache"]["stored"] is False
+    assert "reference_cache_min_compute_s" in first.reference["cache"]["note"]
+    again = _judge(kernelbench, "relu_correct", cache, reference_cache_min_compute_s=3600.0)
+    assert again.reference["cache"]["hit"] is False  # nothing was stored to hit

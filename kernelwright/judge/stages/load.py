@@ -6,6 +6,7 @@ with the supervisor, which also closes the reference store to this evaluation.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from ..config import JudgeConfig
@@ -54,12 +55,14 @@ def run(ctx: Context) -> Loaded | None:
             reply, refs = refstage.lookup(ctx, problem, device)
             cache = refstage.hit_record(reply) if refs is not None else None
             if refs is None:
+                computing = time.perf_counter()
                 refs = compute_references(ctx, problem, device, sync, backward)
                 if refs is None:
                     return None
+                compute_s = time.perf_counter() - computing
         if cache is None:
             with ctx.timer("reference_store"):
-                cache = refstage.store(ctx, reply, refs)
+                cache = refstage.store(ctx, reply, refs, compute_s)
     if refs.inputs_on_device is not None:  # as decided when they were computed
         check.assume_inputs_on_device(problem, device, refs.inputs_on_device)
     ctx.verdict.reference = refside.record(describe_reference(problem), refs.launches, refs.ref_ops,

@@ -46,13 +46,20 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, A
         return reply, None
 
 
-def store(ctx: Context, reply: dict[str, Any] | None, refs) -> dict[str, Any] | None:
-    """Offer freshly computed references to the store; what happened, for the verdict."""
+def store(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) -> dict[str, Any] | None:
+    """Offer freshly computed references (computed in `compute_s` seconds) to the store; what
+    happened, for the verdict."""
     from .. import refcases, service
 
     if reply is None:
         return None
     record = {"hit": False, "key": reply.get("key", ""), "why": reply.get("why", "")}
+    least = ctx.config.reference_cache_min_compute_s
+    if compute_s < least:
+        record["stored"] = False
+        record["note"] = (f"not stored: computed in {compute_s:.2f} s, under reference_cache_min_compute_s "
+                          f"({least:g} s): cheaper to compute again than to store")
+        return record
     size = refcases.stored_bytes(refs)
     cap = ctx.config.reference_cache_entry_bytes
     if size > cap:
