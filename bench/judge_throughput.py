@@ -13,6 +13,9 @@
    with every evaluation started cold (a fresh interpreter), for the warm start's saving; section
    triton_steady times the batch on a pool that has already judged two other candidates (fork
    server started, the problem's memory measured), as in a search that keeps its pool.
+   Per section it also reports, as means per candidate, the device lock's holds and seconds held
+   (verdict.device_lock; the exclusive seconds bound throughput at 60 / seconds per minute) and
+   the seconds of each stage (verdict.stage_seconds).
 2. Repeat spread: the same candidate judged 5 times, each in its own process (through the pool:
    the processes overlap, their timings take turns); (max - min) / median of the medians.
    Target <= 2%.
@@ -103,16 +106,37 @@ def throughput(label: str, paths: list[Path], config, args, warm: bool = True, p
               "median_compile_s": statistics.median(compile_s) if compile_s else None,
               "median_process_s": statistics.median(v.process.wall_s for v in verdicts if v.process),
               "median_stage_s": median_stages(verdicts),
+              "mean_stage_s": mean_stages(verdicts), "lock": lock_means(verdicts),
               "starts": sorted({v.process.isolation.get("start", "").split(":")[0] for v in verdicts if v.process}),
               "errors": [v.error for v in verdicts if not v.passed][:3]}
     print(f"{label}: {result['per_gpu_minute']:.1f} candidates/GPU-minute ({len(paths)} in {wall:.0f} s, "
-          f"{passed} passed, {cached} cached builds); median stage s {result['median_stage_s']}", flush=True)
+          f"{passed} passed, {cached} cached builds); median stage s {result['median_stage_s']}; "
+          f"device lock per candidate {result['lock']}", flush=True)
     return result
 
 
 def median_stages(verdicts) -> dict[str, float]:
     names = sorted({k for v in verdicts for k in v.stage_seconds})
     return {k: round(statistics.median(v.stage_seconds.get(k, 0.0) for v in verdicts), 2) for k in names}
+
+
+def mean_stages(verdicts) -> dict[str, float]:
+    """Mean seconds per candidate in each stage (a stage a verdict lacks counts 0)."""
+    names = sorted({k for v in verdicts for k in v.stage_seconds})
+    return {k: round(statistics.fmean(v.stage_seconds.get(k, 0.0) for v in verdicts), 3) for k in names}
+
+
+def lock_means(verdicts) -> dict[str, float | None]:
+    """Per candidate, the mean device-lock holds and seconds held by kind (verdict.device_lock), and
+    the throughput the exclusive seconds alone would allow (candidates per minute, one GPU)."""
+    means: dict[str, float | None] = {}
+    for kind in ("exclusive", "shared"):
+        records = [(v.device_lock or {}).get(kind, {}) for v in verdicts]
+        means[f"{kind}_s"] = round(statistics.fmean(r.get("held_s", 0.0) for r in records), 3) if records else None
+        means[f"{kind}_holds"] = round(statistics.fmean(r.get("holds", 0) for r in records), 2) if records else None
+    exclusive = means.get("exclusive_s")
+    means["exclusive_bound_per_minute"] = round(60.0 / exclusive, 1) if exclusive else None
+    return means
 
 
 def repeat_spread(path: Path, config, args) -> dict:
@@ -246,6 +270,28 @@ def print_summary(record: dict) -> None:
                          fmt(s.get("measure_ms"), ".4f"), s.get("error") or s.get("skipped") or ""])
     print("\n=== judge throughput and timing trust ===")
     print_table(rows, ["measure", "value", "target", "passed / ncu ms", "proc s / ours ms", "note"])
+    print_time_split(sections)
+
+
+STAGES_SHOWN = ("reference", "compile", "check", "guards", "wait_gpu", "time", "energy", "kernels", "imports",
+                "setup", "overhead")
+
+
+def print_time_split(sections: dict) -> None:
+    """Where a candidate's time goes, per throughput section: means per candidate of the device
+    lock (holds, seconds held exclusively, the per-minute bound those seconds set) and of each stage."""
+    rows = []
+    for key, s in sections.items():
+        lock, stages = s.get("lock"), s.get("mean_stage_s")
+        if not isinstance(lock, dict) or not isinstance(stages, dict):
+            continue
+        rows.append([key, fmt(lock.get("exclusive_s"), ".3f"), fmt(lock.get("exclusive_holds"), ".2f"),
+                     fmt(lock.get("exclusive_bound_per_minute"), ".1f"), fmt(lock.get("shared_s"), ".2f"),
+                     fmt(lock.get("shared_holds"), ".1f")] + [fmt(stages.get(name), ".2f") for name in STAGES_SHOWN])
+    if rows:
+        print("\n=== per candidate (means): device lock and stage seconds ===")
+        print_table(rows, ["section", "excl s", "excl holds", "excl-bound /min", "shared s", "shared holds",
+                           *STAGES_SHOWN])
 
 
 if __name__ == "__main__":

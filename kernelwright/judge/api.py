@@ -161,13 +161,15 @@ class StageClock:
     checking, timing and profiling get `timeout_s` each, counted from the stage's start; computing
     baselines (torch.compile of the reference) gets `compile_timeout_s` again. Waiting for the
     device lock (other workers are timing) is not the candidate's time: between "wait start" and
-    "wait end" only the overall backstop applies, and the stage's budget restarts afterwards.
+    "wait end" only the overall backstop applies, and the stage's deadline moves by the wait (a
+    stage that takes the lock many times, one trial at a time, keeps one budget for its own work).
     """
 
     def __init__(self, progress_path: Path, config: JudgeConfig):
         self.path, self.config = progress_path, config
         self.stage, self.trial, self.since = "load", "", None
         self.waiting = False
+        self._wait_started: float | None = None
         self._offset = 0
 
     def __call__(self, start: float) -> float:
@@ -203,9 +205,14 @@ class StageClock:
         elif kind == "trial":
             self.trial = rest
         elif kind == "wait":
-            self.waiting = rest == "start"
-            if not self.waiting:
-                self.since = time.monotonic()  # the stage's budget counts from when it got the device
+            now = time.monotonic()
+            if rest == "start":
+                self.waiting, self._wait_started = True, now
+            elif self.waiting:
+                self.waiting = False
+                waited = now - (self._wait_started or now)
+                # the stage's budget counts only the time it had the device (or needed none)
+                self.since = now if self.since is None else self.since + waited
 
 
 def outer_timeout(config: JudgeConfig) -> float:

@@ -57,15 +57,20 @@ from kernelwright.procs import kill_group
 # imported once by the server, before any fork: what a worker would otherwise import itself. Not
 # torch.utils.cpp_extension: on a GPU machine importing it starts the CUDA driver's thread
 # ("cuda00001400006", measured on the H100), after which no child could use CUDA; CUDA candidates
-# import it in their own process.
+# import it in their own process. The rest of the list is what a worker imported lazily in every
+# evaluation (listed on the CPU: Triton's code generator at the first launch, the reference store's
+# modules, the energy meter and the kernel-times profiler's module, which import only the stdlib
+# and torch at import time).
 PRELOAD = (
     "numpy", "torch", "torch.nn.functional", "torch._dynamo", "triton",
-    "triton.language", "kernelwright.judge.timing", "kernelwright.judge.guards", "kernelwright.judge.compile",
+    "triton.language", "triton.compiler.code_generator", "kernelwright.judge.timing", "kernelwright.judge.guards", "kernelwright.judge.compile",
     "kernelwright.judge.baseline", "kernelwright.judge.floor", "kernelwright.judge.env", "kernelwright.judge.check",
     "kernelwright.judge.grad", "kernelwright.judge.inplace", "kernelwright.judge.own_code",
     "kernelwright.judge.work", "kernelwright.judge.kernel_times", "kernelwright.judge.candidate_kinds",
     "kernelwright.judge.gpulock", "kernelwright.judge.reference", "kernelwright.problem.ops",
     "kernelwright.problem.reference", "kernelwright.judge.worker", "kernelwright.judge.supervisor",
+    "kernelwright.judge.refcases", "kernelwright.judge.stages.reference", "kernelwright.problem.shrink",
+    "kernelwright.profile.energy", "kernelwright.profile.torchprof",
 )
 # variables read when the interpreter or a library starts (not later): a request must agree with
 # the server's on each, or it is started cold

@@ -11,7 +11,7 @@ Stdlib at import; torch and kernelwright.profile.torchprof are imported when mea
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 CALLS = 5  # recorded forwards after the profiler's own warm-up forward
 TOP = 8  # kernels listed per verdict; the rest are summed as "other kernels"
@@ -45,15 +45,18 @@ def unavailable(reason: str) -> dict[str, Any]:
     return {"available": False, "reason": reason}
 
 
-def measure(forward: Callable[[], object], device: str, calls: int = CALLS) -> dict[str, Any]:
-    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}."""
+def measure(forward: Callable[[], object], device: str, calls: int = CALLS,
+            hold: Callable[[], ContextManager] | None = None) -> dict[str, Any]:
+    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}.
+    `hold` (the device's exclusive lock) is held around the recorded forwards only: the profiler's
+    set-up and the parsing of its events happen outside it (torchprof.record_timeline)."""
     if not str(device).startswith("cuda"):
         return unavailable("evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
                            "interpreter), so no per-kernel times")
     try:
         from kernelwright.profile.torchprof import PROFILER_WARMUP_CALLS, record_timeline, summarize_timeline
 
-        events = record_timeline(forward, calls, use_cuda=True)
+        events = record_timeline(forward, calls, use_cuda=True, hold=hold)
         summary = summarize_timeline(events, skip=PROFILER_WARMUP_CALLS, top=10_000)
     except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
         return unavailable(f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")

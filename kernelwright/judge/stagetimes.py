@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _perf_counter = time.perf_counter  # captured before candidate code can replace it
@@ -42,6 +43,29 @@ class StageTimer:
 
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 3) for k, v in self.seconds.items()}
+
+
+@dataclass
+class LockUse:
+    """How often, and how long, this process held the device lock, per kind ("shared": correctness
+    work, "exclusive": timing, energy, kernel times, profile); the waits are stage "wait_gpu".
+    The exclusive seconds are the device time no other judge could use: summed over a batch, they
+    bound its throughput (`Verdict.device_lock`)."""
+
+    holds: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def held(self, kind: str):
+        started = _perf_counter()
+        try:
+            yield
+        finally:
+            self.holds[kind] = self.holds.get(kind, 0) + 1
+            self.seconds[kind] = self.seconds.get(kind, 0.0) + _perf_counter() - started
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        return {kind: {"holds": self.holds[kind], "held_s": round(self.seconds[kind], 3)} for kind in sorted(self.holds)}
 
 
 def process_age_s() -> float | None:

@@ -7,10 +7,16 @@ speedup compares one method with itself:
 - the call: `model_call`, a forward under `torch.no_grad()`, or one forward plus one backward
   (`grad.GradRunner.timed_call`) where the backward pass is part of the work;
 - the measurement: `steady_measure`, repeats of `timing.measure` (each with the device held
-  exclusively, released between repeats) until two are *tight* (inter-quartile range at most
-  NOISY_IQR_SHARE of the median) and *agree* (medians within REPEAT_AGREEMENT); the lower of
-  those two is the time. After MAX_REPEATS repeats without such a pair the fastest is kept and
-  marked noisy.
+  exclusively) until two are *tight* (inter-quartile range at most NOISY_IQR_SHARE of the median)
+  and *agree* (medians within REPEAT_AGREEMENT); the lower of those two is the time. After
+  MAX_REPEATS repeats without such a pair the fastest is kept and marked noisy.
+
+The device is taken once for consecutive repeats and given back only for the pause before a third
+or fourth repeat (other judges' work may run then; no repeat is ever timed without the lock), and
+`then` (the energy window) runs in the hold of the last repeat: a steady candidate takes the lock
+once, not once per repeat and once more for its energy. Each taking of the exclusive lock waits
+for every shared holder (other workers' trials) to finish its section, so takings cost throughput
+beyond the seconds held.
 
 Before this module the candidate was timed by one `timing.measure` while its baselines took the
 lower of two agreeing repeats, and the two calls were built by separate code (issue 14).
@@ -66,22 +72,60 @@ def model_call(model, inputs: list, runner, seed: int) -> Callable[[], object]:
 
 
 def time_model(call: Callable[[], object], config: JudgeConfig, device: str, measure,
-               hold: Callable[[], ContextManager] | None = None, sleep=time.sleep) -> Timed:
+               hold: Callable[[], ContextManager] | None = None, sleep=time.sleep,
+               then: Callable[[], object] | None = None) -> Timed:
     """`call` timed by the repeat rule; each repeat is one `measure(call, config, device)` (the
-    timing module's) inside `hold()` (the device's exclusive lock), released between repeats."""
+    timing module's) inside `hold()` (the device's exclusive lock), held across consecutive repeats
+    and released only for the pause before a later one; `then()` runs after the last repeat in
+    the same hold."""
     found_by: list[tuple[TimingStats, list[Flag]]] = []
+    held = Held(hold)
 
     def once() -> TimingStats:
-        with (hold or contextlib.nullcontext)():
-            stats, found = measure(call, config, device)
+        held.take()
+        stats, found = measure(call, config, device)
         found_by.append((stats, list(found)))
         return stats
 
-    stats, repeats, steady = steady_measure(once, sleep=sleep)
+    def pause(seconds: float) -> None:
+        held.release()  # no idle device held through the pause
+        sleep(seconds)
+
+    with held:
+        stats, repeats, steady = steady_measure(once, sleep=pause)
+        if then is not None:
+            held.take()
+            then()
     # the picked repeat's flags, and a rejection seen in any repeat (work escaping the timed stream)
     flags = [f for s, found in found_by for f in found if s is stats or f.severity == REJECT]
     unique = {(f.code, f.message): f for f in flags}
     return Timed(stats, repeats, steady, list(unique.values()))
+
+
+class Held:
+    """`hold()` (a context manager factory, e.g. the device's exclusive lock) entered on `take()`
+    unless already held, left on `release()` and when this object's `with` block ends."""
+
+    def __init__(self, hold: Callable[[], ContextManager] | None):
+        self.hold = hold or contextlib.nullcontext
+        self._stack: contextlib.ExitStack | None = None
+
+    def take(self) -> None:
+        if self._stack is None:
+            stack = contextlib.ExitStack()
+            stack.enter_context(self.hold())
+            self._stack = stack
+
+    def release(self) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+    def __enter__(self) -> "Held":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def _tight(stats: TimingStats) -> bool:

@@ -298,13 +298,27 @@ def side_stream_flag(events_ms: float, wall_ms: float) -> Flag | None:
     return None
 
 
-def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str) -> dict:
+def open_energy_meter(config: JudgeConfig, device: str):
+    """An `EnergyMeter` for `device` with its NVML handle already open (`EnergyMeter.prepare`), for
+    `energy_per_call(meter=...)`; None where no energy is measured (CPU, switched off, no module).
+    Call it before taking the device lock: opening the driver needs no exclusive device."""
+    if not str(device).startswith("cuda") or config.energy_ms <= 0:
+        return None
+    try:
+        from kernelwright.profile.energy import EnergyMeter
+    except ImportError:
+        return None  # energy_per_call says why
+    return EnergyMeter(torch.device(device).index or 0).prepare()
+
+
+def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str, meter=None) -> dict:
     """Joules per call of `fn` on the GPU, or {"available": False, "reason": ...}.
 
     `fn` is repeated for `config.energy_ms` without the L2 flush (whose reads would be counted as
     the candidate's energy) inside `kernelwright.profile.energy.EnergyMeter` (NVML's energy
-    counter, else power samples). Run it right after `measure`, under the same exclusive device
-    lock, so no other process's kernels are counted.
+    counter, else power samples; `meter`: one from `open_energy_meter`, else one is opened here).
+    Run it right after `measure`, under the same exclusive device lock, so no other process's
+    kernels are counted.
     """
     if not str(device).startswith("cuda"):
         return {"available": False, "reason": "CPU run: GPU energy is not measured"}
@@ -315,12 +329,13 @@ def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str) 
     except ImportError as exc:
         return {"available": False, "reason": f"kernelwright.profile.energy is not importable: {exc}"}
     dev = torch.device(device)
+    meter = meter if meter is not None else EnergyMeter(dev.index or 0)
     clock = _CudaClock(dev)
     perf = _O["time.perf_counter"]
     calls = 0
     with torch.cuda.device(dev):
         clock.synchronize()
-        with EnergyMeter(dev.index or 0) as meter:
+        with meter:
             deadline = perf() + config.energy_ms / 1e3
             while meter.method != "unavailable" and (calls == 0 or perf() < deadline):
                 fn()

@@ -171,6 +171,8 @@ class Verdict:
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # the device lock this evaluation took, per kind ("shared", "exclusive"): {"holds", "held_s"}
+    device_lock: dict[str, dict[str, float]] | None = None
     config: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 

@@ -145,7 +145,18 @@ class EnergyMeter:
         self._smi_samples: list[tuple[float, float]] = []
         self._energy_mj: tuple[float, float] | None = None
         self._nvml = None
+        self._nvml_error: Exception | None = None
         self.start_t = self.end_t = 0.0
+
+    def prepare(self) -> "EnergyMeter":
+        """Open the NVML handle now (driver initialisation takes a while), so that entering the
+        window later only reads the counter. Never raises: a failure is met again on entering."""
+        if self._nvml is None and self._nvml_error is None:
+            try:
+                self._nvml = _nvml_handle(self.torch_index)
+            except Exception as exc:  # noqa: BLE001 -- no pynvml, no driver, no such device
+                self._nvml_error = exc
+        return self
 
     def __enter__(self) -> "EnergyMeter":
         self._open()
@@ -157,13 +168,13 @@ class EnergyMeter:
         self._close()
 
     def _open(self) -> None:
-        try:
-            pynvml, handle = _nvml_handle(self.torch_index)
-            self._nvml = (pynvml, handle)
-        except Exception as exc:  # noqa: BLE001 -- no pynvml, no driver, no such device
+        self.prepare()
+        if self._nvml is None:
+            exc = self._nvml_error
             self.note = f"NVML unavailable ({type(exc).__name__}: {exc})"
             self._open_smi()
             return
+        pynvml, handle = self._nvml
         try:
             start = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
             self._energy_mj = (float(start), float("nan"))

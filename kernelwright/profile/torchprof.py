@@ -14,9 +14,10 @@ launches it sees, which once showed as a 3 ms "gap" in a 0.3 ms forward.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, ContextManager
 
 FORWARD_RANGE = "kw_forward"
 # host-side calls that block until the device catches up (CPU op names and CUDA runtime calls)
@@ -215,18 +216,29 @@ def _wanted(event: TimelineEvent) -> bool:
     return event.kind in ("range", "kernel", "memcpy") or (event.kind == "cpu" and event.name in SYNC_NAMES)
 
 
-def record_timeline(forward: Callable[[], object], calls: int, use_cuda: bool) -> list[TimelineEvent]:
-    """Profile PROFILER_WARMUP_CALLS + `calls` forwards (already warmed up); the events that matter."""
+def record_timeline(forward: Callable[[], object], calls: int, use_cuda: bool,
+                    hold: Callable[[], ContextManager] | None = None) -> list[TimelineEvent]:
+    """Profile PROFILER_WARMUP_CALLS + `calls` forwards (already warmed up); the events that matter.
+
+    `hold` (e.g. the judge's exclusive device lock) is held only around the recording window: the
+    profiler is set up (kineto and CUPTI initialised, tracing enabled) before it and its events are
+    parsed after it, so the hold lasts about as long as the forwards themselves."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    with profile(activities=activities) as prof:
-        for _ in range(PROFILER_WARMUP_CALLS + calls):
-            with record_function(FORWARD_RANGE):
-                forward()
-            if use_cuda:  # outside the range: the next forward starts on an idle device
-                torch.cuda.synchronize()
+    prof = profile(activities=activities)
+    prof.prepare_trace()
+    with (hold or contextlib.nullcontext)():
+        prof.start_trace()
+        try:
+            for _ in range(PROFILER_WARMUP_CALLS + calls):
+                with record_function(FORWARD_RANGE):
+                    forward()
+                if use_cuda:  # outside the range: the next forward starts on an idle device
+                    torch.cuda.synchronize()
+        finally:
+            prof.stop_trace()
     cuda_type = torch.autograd.DeviceType.CUDA
     events = [
         TimelineEvent(e.name, _event_kind(e, cuda_type), float(e.time_range.start), float(e.time_range.end))

@@ -63,6 +63,26 @@ def test_waiting_for_the_device_does_not_count_against_the_stage(tmp_path):
     assert clock.trial == "0 given" and clock.stage == "check"
 
 
+def test_a_stage_that_takes_the_device_per_trial_keeps_one_budget_for_its_own_work(tmp_path):
+    """Trials take the device lock one at a time: each wait moves the deadline by the wait only,
+    so five trials do not get five fresh budgets."""
+    progress = tmp_path / "progress"
+    clock = StageClock(progress, JudgeConfig(timeout_s=10, compile_timeout_s=100))
+    start = time.monotonic()
+    progress.write_text("stage load\nstage compile\nstage check\n")
+    first = clock(start)
+    time.sleep(0.3)  # the candidate's own work in trial 0
+    with progress.open("a") as fh:
+        fh.write("wait start\n")
+    assert clock(start) == float("inf")
+    time.sleep(0.2)  # another worker is timing
+    with progress.open("a") as fh:
+        fh.write("wait end\ntrial 1 given\n")
+    deadline = clock(start)
+    assert abs(deadline - (first + 0.2)) < 0.1  # moved by the wait, not restarted after the 0.3 s of work
+    assert deadline < time.monotonic() + 10 - 0.2
+
+
 def test_overhead_is_the_wall_time_no_stage_accounts_for():
     verdict = Verdict("p", "c", stage_seconds={"imports": 2.0, "check": 1.0})
     record_overhead(verdict, ProcessInfo(exit_code=0, wall_s=3.5))

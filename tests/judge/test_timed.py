@@ -89,10 +89,10 @@ PROBE = textwrap.dedent("""\
     seen = []
     real = timed.time_model
 
-    def recorder(call, config, device, measure, hold=None, sleep=None):
+    def recorder(call, config, device, measure, hold=None, **rest):
         seen.append({"config": config.to_dict(), "device": device, "measure": measure is timing.measure,
                      "hold": hold is not None, "out": [t.detach().clone() for t in _flat(call())]})
-        return real(call, config, device, measure, hold=hold)
+        return real(call, config, device, measure, hold=hold, **rest)
 
     def _flat(out):
         return [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
@@ -155,7 +155,7 @@ def test_time_model_keeps_the_picked_repeats_flags_and_any_rejection():
 
     result = timed.time_model(lambda: None, None, "cpu", lambda *_: next(script), hold=Hold, sleep=lambda _: None)
     assert result.steady and result.stats.median_ms == 0.50 and len(result.repeats) == 3
-    assert held == ["in", "out"] * 3  # the lock is released between repeats
+    assert held == ["in", "out"] * 2  # held across repeats 1-2, released for the pause before the third
     assert sorted((f.code, f.severity) for f in result.flags) == [("side_stream", REJECT), ("side_stream", WARN)]
 
 
@@ -165,3 +165,72 @@ def test_model_call_runs_forward_without_autograd():
     model = torch.nn.Linear(4, 4)
     out = timed.model_call(model, [torch.randn(2, 4)], None, 0)()
     assert not out.requires_grad
+
+
+class RecordingHold:
+    """A stand-in for the device's exclusive lock that logs when it is taken and given back."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def __call__(self):
+        return self
+
+    def __enter__(self):
+        self.log.append("take")
+
+    def __exit__(self, *exc):
+        self.log.append("give")
+
+
+def scripted(log: list, medians_iqrs):
+    script = iter([stats(m, i) for m, i in medians_iqrs])
+
+    def measure(*_):
+        log.append("repeat")
+        return next(script), []
+
+    return measure
+
+
+def test_a_steady_candidate_takes_the_device_once_for_its_repeats_and_its_energy():
+    log: list = []
+    result = timed.time_model(lambda: None, None, "cpu", scripted(log, [(1.0, 0.01), (1.02, 0.01)]),
+                              hold=RecordingHold(log), sleep=log.append, then=lambda: log.append("energy"))
+    assert result.steady and len(result.repeats) == 2
+    assert log == ["take", "repeat", "repeat", "energy", "give"]
+
+
+def test_the_device_is_given_back_for_the_pause_before_a_third_repeat_only():
+    log: list = []
+    rule = [(1.0, 0.5), (0.7, 0.01), (0.72, 0.01)]  # the first is too wide: a third repeat decides
+    result = timed.time_model(lambda: None, None, "cpu", scripted(log, rule), hold=RecordingHold(log),
+                              sleep=log.append, then=lambda: log.append("energy"))
+    assert result.steady and result.stats.median_ms == 0.7
+    assert log == ["take", "repeat", "repeat", "give", timed.REPEAT_PAUSE_S, "take", "repeat", "energy", "give"]
+
+
+def test_a_noisy_candidate_still_gets_every_repeat_and_its_energy_in_a_hold():
+    log: list = []
+    rule = [(1.0, 0.01), (2.0, 0.01), (3.0, 0.01), (4.0, 0.01)]  # never agree: MAX_REPEATS, fastest kept
+    result = timed.time_model(lambda: None, None, "cpu", scripted(log, rule), hold=RecordingHold(log),
+                              sleep=log.append, then=lambda: log.append("energy"))
+    assert not result.steady and result.stats.median_ms == 1.0 and len(result.repeats) == timed.MAX_REPEATS
+    inside, depth = [], 0
+    for entry in log:
+        depth += {"take": 1, "give": -1}.get(entry, 0)
+        if entry in ("repeat", "energy"):
+            inside.append(depth == 1)
+    assert all(inside) and len(inside) == timed.MAX_REPEATS + 1 and log[-1] == "give"
+    assert log.count("take") == 3  # repeats 1-2, 3, 4 + energy
+
+
+def test_the_device_is_given_back_when_the_candidate_raises_while_timed():
+    log: list = []
+
+    def measure(*_):
+        raise RuntimeError("illegal memory access")
+
+    with pytest.raises(RuntimeError):
+        timed.time_model(lambda: None, None, "cpu", measure, hold=RecordingHold(log), then=lambda: log.append("x"))
+    assert log == ["take", "give"]

@@ -95,3 +95,57 @@ def test_nvidia_smi_fallback_integrates_its_readings(tmp_path, monkeypatch):
     assert reading.method == "nvidia-smi" and reading.samples >= 5
     assert reading.avg_watts == pytest.approx(150.0, rel=0.05)
     assert reading.joules_per_call == pytest.approx(150.0 * reading.seconds / reading.calls, rel=0.05)
+
+
+class FakeNvml:
+    """pynvml's calls the meter makes, counted: driver initialisations and energy counter reads (mJ)."""
+
+    def __init__(self):
+        self.inits, self.counter = 0, 1000
+
+    def nvmlInit(self):
+        self.inits += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return f"gpu{index}"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        self.counter += 250
+        return self.counter
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return 300_000
+
+
+def test_prepare_opens_nvml_before_the_window_and_the_reading_keeps_its_fields(monkeypatch):
+    import sys
+
+    fake = FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    meter = EnergyMeter(0).prepare()
+    assert fake.inits == 1
+    with meter:  # the window only reads the counter: no second initialisation
+        time.sleep(0.01)
+    assert fake.inits == 1
+    reading = meter.reading(calls=10)
+    assert reading.method == "nvml-energy" and reading.joules == pytest.approx(0.25)
+    assert reading.joules_per_call == pytest.approx(0.025)
+    assert set(reading.to_dict()) == {"method", "joules", "seconds", "calls", "avg_watts", "samples", "note",
+                                      "power_joules", "joules_per_call"}
+
+
+def test_a_meter_that_could_not_be_prepared_says_why_in_its_window(monkeypatch):
+    import sys
+
+    class Broken(FakeNvml):
+        def nvmlInit(self):
+            raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    monkeypatch.setitem(sys.modules, "pynvml", Broken())
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    meter = EnergyMeter(0).prepare()
+    with meter:
+        pass
+    reading = meter.reading(calls=1)
+    assert reading.method == "unavailable" and "NVML unavailable (OSError: libnvidia-ml" in reading.note

@@ -131,6 +131,53 @@ def test_record_timeline_on_cpu_keeps_one_range_per_forward_plus_the_warm_up():
     assert any(e.name == "aten::item" for e in events)
 
 
+def test_a_hold_around_the_recording_leaves_the_profiler_set_up_and_the_parsing_outside(monkeypatch):
+    """The judge holds the device exclusively only while the forwards run: the profiler's set-up
+    (kineto and CUPTI on a GPU) happens before the hold, the parsing of its events after it."""
+    import contextlib
+
+    from torch.profiler import profile
+
+    log = []
+    for name in ("prepare_trace", "start_trace", "stop_trace", "events"):
+        real = getattr(profile, name)
+        monkeypatch.setattr(profile, name, lambda self, _real=real, _name=name: (log.append(_name), _real(self))[1])
+
+    @contextlib.contextmanager
+    def hold():
+        log.append("take")
+        yield
+        log.append("give")
+
+    x = torch.randn(32, 32)
+    events = record_timeline(lambda: (log.append("forward"), (x @ x).sum().item()), calls=2, use_cuda=False, hold=hold)
+    assert log == ["prepare_trace", "take", "start_trace", "forward", "forward", "forward", "stop_trace", "give",
+                   "events"]
+    assert sum(1 for e in events if e.kind == "range") == 2 + PROFILER_WARMUP_CALLS
+
+
+def test_a_forward_that_raises_inside_the_hold_stops_the_profiler_and_gives_the_hold_back():
+    import contextlib
+
+    log = []
+
+    @contextlib.contextmanager
+    def hold():
+        log.append("take")
+        try:
+            yield
+        finally:
+            log.append("give")
+
+    def broken():
+        raise RuntimeError("candidate failed")
+
+    with pytest.raises(RuntimeError):
+        record_timeline(broken, calls=2, use_cuda=False, hold=hold)
+    assert log == ["take", "give"]
+    assert record_timeline(lambda: None, calls=1, use_cuda=False)  # no profiler left running: a new one starts
+
+
 def test_collect_timeline_on_cpu_records_forwards_and_host_syncs():
     x = torch.randn(64, 64)
 

@@ -16,7 +16,7 @@ from kernelwright.files import atomic_write
 
 from ..api import JudgeRequest
 from ..config import JudgeConfig
-from ..stagetimes import StageTimer
+from ..stagetimes import LockUse, StageTimer
 from ..verdict import Flag, Verdict
 
 _perf_counter = time.perf_counter  # captured before candidate code can replace it
@@ -60,6 +60,7 @@ class Context:
     modules: dict[str, ModuleType] = field(default_factory=dict)  # timing, compile, baseline, floor, env
     notes: list[str] = field(default_factory=list)  # judge notes for the verdict (info flags)
     timer: StageTimer = field(default_factory=StageTimer)
+    lock_use: LockUse = field(default_factory=LockUse)  # holds and seconds held, per lock kind
     problem_path: Path | None = None
     candidate_path: Path | None = None
     candidate_source: str = ""
@@ -87,6 +88,7 @@ class Context:
             with self.timer("wait_gpu"):
                 held.enter_context(lock.shared() if kind == "shared" else lock.exclusive())
             self.writer.progress("wait end")
+            held.enter_context(self.lock_use.held(kind))
             yield
 
 

@@ -12,6 +12,7 @@ from .context import Context
 def finalize(ctx: Context, final: bool = True) -> None:
     verdict = ctx.verdict
     verdict.stage_seconds.update(ctx.timer.rounded())
+    verdict.device_lock = ctx.lock_use.to_dict() or None
     record_gpu_peak(verdict)
     if not ctx.stopped:
         trials_ok = len(verdict.trials) >= ctx.config.trials and all(t.ok for t in verdict.trials)

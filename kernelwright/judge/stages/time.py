@@ -2,7 +2,13 @@
 same inputs, same call, repeats of `timing.measure` with the device held exclusively, events with
 L2 flush on a GPU, labelled wall time on a CPU), then its energy and where its kernel time goes;
 then the baselines (measured and cached by the supervisor, for the parameters sealed in the load
-stage) and the speed-of-light floor."""
+stage) and the speed-of-light floor.
+
+The device is held exclusively twice: the timing repeats and the energy window in one hold (the
+energy meter opened before it), the kernel-times profile in a second one. The profiler is set up
+(CUPTI enabled) after the first hold and before the second, since enabled tracing must not run
+during the timing or the energy window, and its events are read after the second; so the
+exclusive seconds are the measurements themselves."""
 from __future__ import annotations
 
 from ..verdict import FAIL, INFO, Flag, Verdict
@@ -28,15 +34,20 @@ def run(ctx: Context, checked: Checked) -> None:
         try:
             with ctx.on_device(loaded.lock, "shared"), torch.no_grad():
                 forward = timed.model_call(built.model, args, loaded.backward, ctx.config.seed)
-            result = timed.time_model(forward, ctx.config, loaded.device, timing.measure,
-                                      hold=lambda: ctx.on_device(loaded.lock, "exclusive"))
-            stats, flags = result.stats, result.flags
-            with ctx.on_device(loaded.lock, "exclusive"):
+            exclusive = lambda: ctx.on_device(loaded.lock, "exclusive")  # noqa: E731
+            with ctx.timer("energy"):
+                meter = open_energy_meter(ctx, timing, loaded.device)  # NVML set up before the hold
+
+            def energy() -> None:  # in the hold of the last timing repeat
                 with ctx.timer("energy"):
-                    ctx.verdict.energy = measure_energy(ctx, timing, forward, loaded.device)
-                with ctx.timer("kernels"):
-                    from .. import kernel_times
-                    ctx.verdict.kernels = kernel_times.measure(forward, loaded.device)
+                    ctx.verdict.energy = measure_energy(ctx, timing, forward, loaded.device, meter)
+
+            result = timed.time_model(forward, ctx.config, loaded.device, timing.measure, hold=exclusive,
+                                      then=energy)
+            stats, flags = result.stats, result.flags
+            with ctx.timer("kernels"):
+                from .. import kernel_times
+                ctx.verdict.kernels = kernel_times.measure(forward, loaded.device, hold=exclusive)
         except BaseException as exc:  # noqa: BLE001 - candidate code runs inside measure
             ctx.stop(FAIL, describe_exception(exc, ctx.candidate_path, "ModelNew.forward (while being timed)"))
             return
@@ -51,13 +62,27 @@ def run(ctx: Context, checked: Checked) -> None:
     baselines_and_floor(ctx, checked)
 
 
-def measure_energy(ctx: Context, timing, forward, device: str) -> dict:
+def open_energy_meter(ctx: Context, timing, device: str):
+    """The energy meter with its driver handle open (`timing.open_energy_meter`), or None: opening
+    NVML takes a while and needs no lock, so it is done before the device is held."""
+    opener = getattr(timing, "open_energy_meter", None)
+    if opener is None:
+        return None
+    try:
+        return opener(ctx.config, device)
+    except Exception as exc:  # noqa: BLE001 - the meter opens again inside the window, and says why there
+        ctx.notes.append(f"energy meter not opened ahead: {type(exc).__name__}: {exc}")
+        return None
+
+
+def measure_energy(ctx: Context, timing, forward, device: str, meter=None) -> dict:
     """Joules per call (GPU), or why not; a failing meter never costs the verdict."""
     measure = getattr(timing, "energy_per_call", None)
     if measure is None:
         return {"available": False, "reason": "this judge's timing module has no energy_per_call"}
     try:
-        return measure(forward, ctx.config, device)
+        return measure(forward, ctx.config, device, meter=meter) if meter is not None else \
+            measure(forward, ctx.config, device)
     except Exception as exc:  # noqa: BLE001 - the meter, not the candidate (its errors surfaced in measure)
         return {"available": False, "reason": f"energy measurement failed: {type(exc).__name__}: {exc}"}
 
