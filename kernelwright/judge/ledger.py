@@ -109,8 +109,17 @@ class GpuLedger:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[list[LedgerEntry]]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as lock:
+        """The live entries, under the lock; what the caller changes in the list is written back.
+        A ledger that cannot be opened (a full or read-only /tmp) lists nothing and keeps nothing:
+        admission then sees this process's jobs only, and the evaluation goes on."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = open(self.lock_path, "a+")
+        except OSError as exc:
+            log.warning("GPU ledger %s cannot be used (%s): other judge processes are not seen", self.lock_path, exc)
+            yield []
+            return
+        with lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
                 stored, clean = self._read()
@@ -140,8 +149,13 @@ class GpuLedger:
 
     def _write(self, entries: list[LedgerEntry]) -> None:
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"version": LEDGER_VERSION, "entries": [asdict(e) for e in entries]}))
-        os.replace(temporary, self.path)
+        try:
+            temporary.write_text(json.dumps({"version": LEDGER_VERSION, "entries": [asdict(e) for e in entries]}))
+            os.replace(temporary, self.path)
+        except OSError as exc:  # the change is lost, not the evaluation: other processes miss this job
+            log.warning("GPU ledger %s not written (%s)", self.path, exc)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
 
 
 def process_alive(pid: int, started: int | None) -> bool:

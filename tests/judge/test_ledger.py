@@ -256,3 +256,15 @@ def test_an_oom_beside_another_judges_job_is_retried_once_that_judge_is_gone(jud
     [flag] = [f for f in verdict.flags if f.code == OOM_RETRIED]
     assert "1 evaluation(s) of other judge processes" in flag.message and "of any judge process" in flag.message
     assert verdict.stage_seconds["admission_wait"] >= 0.5
+
+
+def test_a_ledger_that_cannot_be_written_costs_only_the_other_processes_view(tmp_path):
+    """A lock folder that cannot be made (a file is in its way): admission goes on with this
+    process's jobs only, no error reaches the evaluation."""
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    ledger = GpuLedger(tmp_path / "blocked" / "ledger", "gpu-0")
+    admission = MemoryAdmission(free_bytes=lambda gpu: 80 * GIB, ledgers=lambda gpu: ledger, poll_s=0.05)
+    with admission.admitted("0", "k"):
+        assert ledger.entries() == []
+    with admission.admitted("0", "k", exclusive=True):
+        pass
