@@ -22,6 +22,9 @@ the problems' eager and torch.compile baselines already cached.
    cache, and the total against the target: PASS (all 17 judged, every one passing, total under
    the target), FAIL otherwise (the reason is printed).
 
+The baselines at full size take minutes: `--phase baselines --work DIR` then `--phase judge --work
+DIR` splits the run in two commands (same machine, same judge cache: KW_CACHE_DIR).
+
 `--device cpu` is a smoke test of this script (TRITON_INTERPRET=1, the judge's CPU sizes as --set,
 two correctness trials, no timing and so no baselines): its numbers are not the target.
 """
@@ -50,7 +53,11 @@ def parse_args():
     parser.add_argument("--instances", default="5,4,4,4", help="candidates of each problem (one number per problem)")
     parser.add_argument("--target-s", type=float, default=180.0)
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test of this script")
-    parser.add_argument("--work", type=Path, default=None, help="working folder (default: under $OUT)")
+    parser.add_argument("--work", type=Path, default=None, help="working folder (default: under $OUT); give the "
+                        "same one to a `--phase baselines` call and the `--phase judge` call after it")
+    parser.add_argument("--phase", choices=("all", "baselines", "judge"), default="all",
+                        help="baselines: pick the problems, write the candidates and cache the baselines, then stop; "
+                             "judge: the 17 timed calls on what an earlier baselines phase left in --work")
     return parser.parse_args()
 
 
@@ -139,8 +146,16 @@ def main() -> int:
     work = args.work or out / "cli_sequence_work"
     work.mkdir(parents=True, exist_ok=True)
     counts = [int(c) for c in args.instances.split(",") if c.strip()]
-    manifest = prepare(work / "manifest.json", "families", counts, args.device)
-    baselines = [cache_baselines(p, args.device) for p in manifest["problems"]]
+    if args.phase == "judge" and (work / "manifest.json").is_file():
+        manifest = json.loads((work / "manifest.json").read_text())
+        baselines = json.loads((work / "baselines.json").read_text()) if (work / "baselines.json").is_file() else []
+    else:
+        manifest = prepare(work / "manifest.json", "families", counts, args.device)
+        baselines = [cache_baselines(p, args.device) for p in manifest["problems"]]
+        write_json(work / "baselines.json", baselines)
+        if args.phase == "baselines":
+            print(f"baselines cached: {baselines}")
+            return 0
     rows = []
     for problem in manifest["problems"]:
         for candidate in problem["candidates"]:

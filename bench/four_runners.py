@@ -12,7 +12,8 @@ GPU's admission ledger shared by every judge process (judge/admission.py, judge/
    no problem named here), at full KernelBench size, and writes `--per-problem` correct candidates
    of each (the library's default instance, then other feasible block sizes) as batch requests.
 2. Splits the requests over `--runners` folders (request j to folder j mod runners), records the
-   device once into the first folder (not timed) and copies device.json to the others.
+   device once into the first folder (not timed; `--no-peaks`: datasheet peaks, this bench reads no
+   speed-of-light floor) and copies device.json to the others.
 3. Starts `python -m kernelwright judge --batch FOLDER --profile-budget 0` for every folder at
    once, waits for all of them within `--limit-s` (a runner still running then is stopped: its
    missing verdicts are listed as not judged, not as OOMs).
@@ -86,8 +87,8 @@ def record_device(folders: list[Path], device: str) -> float:
     from kernelwright.judge.target import DEVICE_FILE
 
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "kernelwright.judge.target", str(folders[0]), "--device", device],
-                   capture_output=True, text=True, timeout=900)
+    subprocess.run([sys.executable, "-m", "kernelwright.judge.target", str(folders[0]), "--device", device,
+                    "--no-peaks"], capture_output=True, text=True, timeout=900)
     if (folders[0] / DEVICE_FILE).is_file():
         for folder in folders[1:]:
             shutil.copy(folders[0] / DEVICE_FILE, folder / DEVICE_FILE)
