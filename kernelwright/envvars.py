@@ -34,7 +34,8 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("KW_EMBEDDING_MODEL", "sentence-transformers model for skill retrieval", old="KERNELWRIGHT_EMBEDDING_MODEL"),
     EnvVar("KW_NO_EMBEDDINGS", "1: BM25 only, never load an embedding model", old="KERNELWRIGHT_NO_EMBEDDINGS"),
     EnvVar("KW_CACHE_DIR", "judge caches: builds, baselines, device peaks (default ~/.cache/kernelwright)"),
-    EnvVar("KW_LOCK_DIR", "folder of the per-device timing locks (default under the cache folder)"),
+    EnvVar("KW_LOCK_DIR", "folder of the per-device timing locks and GPU admission ledgers "
+           "(default /tmp/kernelwright-locks-<uid>; CPU locks under the cache folder)"),
     EnvVar("KW_KEEP_SCRATCH", "1: keep each judge run's scratch folder (debugging)"),
     EnvVar("KW_JUDGE_WARM", "0: start every pool evaluation in a fresh interpreter (no fork server); unset or 1: fork them from the pool's fork server (imports done once)"),
     EnvVar("KW_TUNE_CACHE", "folder of the template tuner's measurement cache (default ~/.cache/kernelwright/tune)"),

@@ -112,9 +112,9 @@ def judge_command(
         if not path.is_file():
             console.print(f"[red]{path}: file not found[/]")
             raise typer.Exit(EXIT_USAGE)
-    from kernelwright.judge import judge
+    from kernelwright.judge.pool import judge_one  # on a GPU: memory admission shared with every judge process
 
-    verdict = judge(problem, candidate, config)
+    verdict = judge_one(problem, candidate, config)
     if json_out:
         typer.echo(verdict.to_json())
     else:

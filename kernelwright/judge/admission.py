@@ -9,15 +9,20 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
   problem; the problem's other jobs wait for its measurement) reserves `unknown_share` of the
   free memory, so the first jobs of different problems can share the GPU (a suite of a hundred
   problems is not judged one problem at a time). Under-estimates are covered by the OOM retry.
-- A job is admitted on a GPU when nothing of this pool runs there, or when no exclusive job (an OOM
+- A job is admitted on a GPU when no job of any judge runs there, or when no exclusive job (an OOM
   retry) runs or waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
-  source says now (other processes included) and `reserved` what the pool's running jobs there
-  were admitted with (counted in full: the part already allocated is in `free` too, so the rule
-  errs on the safe side).
-- A job that ran while another one of this pool ran on the same GPU, or whose GPU other processes
-  (another judge, a batch runner) held memory on when its OOM verdict came back, shared the GPU:
-  its OOM is judged again once with no other job of this pool on the GPU (`OOM_RETRIED`); an OOM
-  with the GPU to itself is the candidate's own (`OOM_ALONE`).
+  source says now (other processes included) and `reserved` what the running jobs there were
+  admitted with, this pool's and every other judge process's (counted in full: the part already
+  allocated is in `free` too, so the rule errs on the safe side).
+- Other judge processes are known through the GPU's admission ledger (ledger.py, `ledgers`): one
+  file per GPU, under an flock, listing every admitted job of every judge process on the machine.
+  "Check that it fits, then write the entry" is one step under that lock; a wait for another
+  process's job polls the ledger (`poll_s`), a wait for this pool's own jobs wakes at once.
+- A job that ran while another one (of this pool or, through the ledger, of another judge) ran on the
+  same GPU, or whose GPU other processes held memory on when its OOM verdict came back, shared the
+  GPU: its OOM is judged again once with no other job of any judge on the GPU (`OOM_RETRIED`: its
+  ledger entry, exclusive, keeps new jobs of every judge out while it waits and runs); an OOM with
+  the GPU to itself is the candidate's own (`OOM_ALONE`).
 
 No torch here: the pool is a trusted process that never imports it.
 """
@@ -25,10 +30,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from .ledger import GpuLedger, LedgerEntry, new_entry
 
 GIB = 1 << 30
 OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
@@ -46,6 +56,9 @@ class GpuReservation:
     exclusive: bool
     shared_with: int = 0  # how many other jobs of the pool ran on this GPU while it ran (at most)
     waited_s: float = 0.0
+    other_judges: int = 0  # jobs of other judge processes listed on this GPU when it started or ended (at most)
+    token: str = field(default_factory=lambda: secrets.token_hex(8))
+    asked: float = field(default_factory=time.time)  # when it asked for its place (exclusive jobs queue by it)
 
 
 @dataclass
@@ -63,6 +76,11 @@ class MemoryAdmission:
     _running: dict[str, list[GpuReservation]] = field(default_factory=dict)
     _exclusive_waiting: dict[str, int] = field(default_factory=dict)
     _cond: threading.Condition = field(default_factory=threading.Condition)
+    # the GPU's ledger of every judge process's jobs (ledger.machine_ledger); None: this pool's jobs only
+    ledgers: Callable[[str], GpuLedger | None] | None = None
+    poll_s: float = 0.25  # how often a job waiting for other processes looks at the ledger again
+    recheck_s: float = 2.0  # ... and asks for free memory again when the ledger did not change
+    owner: str = field(default_factory=lambda: f"{os.getpid()}-{secrets.token_hex(4)}")
 
     def estimate(self, key: str) -> int | None:
         """Bytes to reserve for a job of problem `key`; None before any of its jobs was measured."""
@@ -81,9 +99,12 @@ class MemoryAdmission:
         problem has no measured peak yet reserves `unknown_share` of the free memory and measures it
         (one such probe per problem at a time: the problem's other jobs wait for its measurement)."""
         reservation = GpuReservation(gpu=gpu, need=0, exclusive=exclusive)
+        ledger = self.ledgers(gpu) if self.ledgers else None
         with self._cond:
             if exclusive:
                 self._exclusive_waiting[gpu] = self._exclusive_waiting.get(gpu, 0) + 1
+                if ledger is not None:  # keeps other judges' new jobs out while it waits
+                    ledger.put(self._entry(reservation, waiting=True))
 
             def ready() -> bool:
                 if not exclusive:
@@ -91,18 +112,32 @@ class MemoryAdmission:
                     if need is None and key in self._probing:
                         return False  # another job of this problem is measuring it
                     reservation.need = need if need is not None else self._unknown_need(gpu)
-                return self._fits(reservation)
+                if ledger is None:
+                    return self._fits(reservation)
+                others = ledger.admit_if(self._entry(reservation), lambda others: self._fits(reservation, others))
+                if others is not None:
+                    reservation.other_judges = _running_count(others)
+                return others is not None
 
+            started = time.monotonic()
             try:
-                waited = self._cond.wait_for(ready, timeout=timeout_s)
+                waited = self._wait(ready, timeout_s, ledger)
+            except BaseException:
+                if ledger is not None:
+                    ledger.remove(reservation.token)
+                raise
             finally:
                 if exclusive:
                     self._exclusive_waiting[gpu] -= 1
+            reservation.waited_s = time.monotonic() - started
             probe = not exclusive and self.estimate(key) is None and key not in self._probing
             if probe:
                 self._probing.add(key)
             if not waited:  # never stall for good: run it anyway, the OOM retry still covers it
                 reservation.shared_with = len(self._running.get(gpu, []))
+                if ledger is not None:
+                    others = ledger.admit_if(self._entry(reservation), lambda others: True) or []
+                    reservation.other_judges = _running_count(others)
             running = self._running.setdefault(gpu, [])
             running.append(reservation)
             for job in running:
@@ -110,28 +145,65 @@ class MemoryAdmission:
         try:
             yield reservation
         finally:
+            if ledger is not None:
+                left = ledger.remove(reservation.token)
+                reservation.other_judges = max(reservation.other_judges, len(left))
             with self._cond:
                 self._running[gpu].remove(reservation)
                 if probe:
                     self._probing.discard(key)
                 self._cond.notify_all()
 
+    def _wait(self, ready: Callable[[], bool], timeout_s: float, ledger: GpuLedger | None) -> bool:
+        """Wait (holding `_cond`) until `ready()`: this pool's changes wake it at once; other
+        processes' are seen by polling the ledger, and free memory is asked again at least every
+        `recheck_s` while the ledger stays as it was."""
+        if ledger is None:
+            return self._cond.wait_for(ready, timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        quiet = False
+        stamp, checked = None, 0.0
+        while True:
+            if not quiet:
+                if ready():
+                    return True
+                stamp, checked = ledger.stamp(), time.monotonic()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            notified = self._cond.wait(min(self.poll_s, left))
+            quiet = not notified and ledger.stamp() == stamp and time.monotonic() - checked < self.recheck_s
+
+    def _entry(self, job: GpuReservation, waiting: bool = False) -> LedgerEntry:
+        return new_entry(self.owner, job.token, job.need, job.exclusive, waiting=waiting,
+                         since=job.asked if job.exclusive else None)
+
     def _unknown_need(self, gpu: str) -> int:
         free = self.free_bytes(gpu)
         return int(self.unknown_share * free) if free else 0
 
-    def _fits(self, job: GpuReservation) -> bool:
+    def _fits(self, job: GpuReservation, others: list[LedgerEntry] = ()) -> bool:
+        """Whether `job` may start beside this pool's running jobs and `others`, the jobs other
+        judge processes listed on the GPU's ledger (running, or exclusive and waiting)."""
         running = self._running.get(job.gpu, [])
-        if not running:
+        if job.exclusive:  # an earlier exclusive job of another judge goes first
+            blocking = [e for e in others if not (e.waiting and e.exclusive and not e.goes_before(self._entry(job)))]
+            return not running and not blocking
+        if not running and not others:
             return True
-        if job.exclusive or any(r.exclusive for r in running):
+        if any(r.exclusive for r in running) or any(e.exclusive for e in others):
             return False
         if self._exclusive_waiting.get(job.gpu, 0):
             return False  # an exclusive job waits: let the GPU drain for it
         free = self.free_bytes(job.gpu)
         if free is None:
             return True
-        return job.need + self.headroom_bytes <= free - sum(r.need for r in running)
+        reserved = sum(r.need for r in running) + sum(e.need for e in others)
+        return job.need + self.headroom_bytes <= free - reserved
+
+
+def _running_count(entries: list[LedgerEntry]) -> int:
+    return len([e for e in entries if not e.waiting])
 
 
 def memory_key(problem_source: str, overrides: dict, device: str) -> str:
@@ -171,26 +243,43 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
     with admission.admitted(gpu, key) as seat:
         verdict = run()
         admission.record(key, peak_of(verdict))  # before the seat is given up: the problem's waiting jobs need it
+    _note_wait(verdict, seat.waited_s)
     if not is_oom(verdict):
         return verdict
-    others = seat.shared_with or admission.gpu_processes(gpu) or 0
+    others = seat.shared_with + seat.other_judges or admission.gpu_processes(gpu) or 0
     if not others:
-        verdict.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
+        verdict.flags.append(Flag(OOM_ALONE, INFO, _alone(admission)))
         return verdict
     first = (verdict.error or "").strip()[:300]
-    with admission.admitted(gpu, key, exclusive=True):
+    with admission.admitted(gpu, key, exclusive=True) as alone:
         retried = run()
     admission.record(key, peak_of(retried))
-    sharing = (f"up to {seat.shared_with} other evaluation(s) of this judge" if seat.shared_with
-               else f"{others} other process(es)")
+    _note_wait(retried, seat.waited_s + alone.waited_s)
     retried.flags.append(Flag(OOM_RETRIED, INFO, (
-        f"ran out of GPU memory while {sharing} shared the GPU (a co-scheduling failure, not held "
-        f"against the candidate); judged again with no other evaluation of this judge on the GPU, this "
-        f"is that verdict. The first run said: {first}")))
+        f"ran out of GPU memory while {_sharing(seat, others)} shared the GPU (a co-scheduling failure, "
+        f"not held against the candidate); judged again with no other evaluation {_scope(admission)} on "
+        f"the GPU, this is that verdict. The first run said: {first}")))
     if is_oom(retried):
-        retried.flags.append(Flag(OOM_ALONE, INFO, _ALONE))
+        retried.flags.append(Flag(OOM_ALONE, INFO, _alone(admission)))
     return retried
 
 
-_ALONE = ("out of GPU memory with no other evaluation of this judge on the GPU: the candidate's own "
-          "(processes outside this judge may still have held memory: see the device's free memory)")
+def _note_wait(verdict, seconds: float) -> None:
+    """stage_seconds["admission_wait"]: the time the evaluation waited for room on the GPU."""
+    if seconds >= 0.001 and isinstance(getattr(verdict, "stage_seconds", None), dict):
+        verdict.stage_seconds["admission_wait"] = round(seconds, 3)
+
+
+def _sharing(seat: GpuReservation, others: int) -> str:
+    parts = [f"up to {seat.shared_with} other evaluation(s) of this judge"] if seat.shared_with else []
+    parts += [f"{seat.other_judges} evaluation(s) of other judge processes"] if seat.other_judges else []
+    return " and ".join(parts) or f"{others} other process(es)"
+
+
+def _scope(admission: MemoryAdmission) -> str:
+    return "of any judge process (the GPU's admission ledger)" if admission.ledgers else "of this judge"
+
+
+def _alone(admission: MemoryAdmission) -> str:
+    return (f"out of GPU memory with no other evaluation {_scope(admission)} on the GPU: the candidate's own "
+            "(processes outside the judge may still have held memory: see the device's free memory)")

@@ -137,6 +137,8 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     env = sandbox.scrubbed_environ()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
     env.update({k: v for k, v in extra.items() if k in ("PYTHONPATH",)})
+    if _device_hint(config, extra) == "cpu" and "TRITON_INTERPRET" not in os.environ:
+        env["TRITON_INTERPRET"] = "1"  # as worker_env sets it for CPU evaluations: triton imported in that mode
     package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
     trusted.compile_package(package)  # before the server imports it: no bytecode is written later
     return Launcher(env, config.no_network, package)

@@ -73,10 +73,12 @@ PRELOAD = (
     "kernelwright.profile.energy", "kernelwright.profile.torchprof",
 )
 # variables read when the interpreter or a library starts (not later): a request must agree with
-# the server's on each, or it is started cold
+# the server's on each, or it is started cold. TRITON_INTERPRET is one: triton.language's own
+# @jit helpers (the combine functions of tl.sum, tl.max, ...) are made when triton is imported,
+# and compiled ones cannot be called from an interpreted kernel.
 IMPORT_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE",
               "LD_LIBRARY_PATH", "LD_PRELOAD", "VIRTUAL_ENV", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH",
-              "MKL_NUM_THREADS", "KMP_AFFINITY", "GOMP_CPU_AFFINITY")
+              "MKL_NUM_THREADS", "KMP_AFFINITY", "GOMP_CPU_AFFINITY", "TRITON_INTERPRET")
 READY = "kw-forkserver-ready"
 STOP_GRACE_S = 5.0
 _HEADER = struct.Struct("!I")  # length of the JSON request that follows

@@ -36,6 +36,7 @@ from .admission import MemoryAdmission, memory_key, run_admitted
 from .api import SourceText
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
+from .ledger import GpuLedger
 from .verdict import ERROR, Verdict
 
 # evaluations at once on one GPU: enough to hide a worker's start-up, imports and correctness
@@ -97,7 +98,7 @@ class JudgePool:
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
                  precompile: bool | None = None, warm: bool | None = None, free_bytes=None,
-                 gpu_processes=None):
+                 gpu_processes=None, ledgers=None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -113,9 +114,11 @@ class JudgePool:
         # $KW_JUDGE_WARM=0); the launcher is made with the executors
         self.warm = warm
         self._launcher = None
-        # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake)
+        # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake);
+        # ledgers(gpu): the GPU's ledger of every judge process's jobs on this machine (None: this pool's only)
         self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes,
-                                         gpu_processes=gpu_processes or gpu_process_count)
+                                         gpu_processes=gpu_processes or gpu_process_count,
+                                         ledgers=ledgers or machine_ledger)
 
     # ------------------------------------------------------------------ streaming
 
@@ -291,6 +294,19 @@ class JudgePool:
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
+def judge_one(problem, candidate, config: JudgeConfig) -> Verdict:
+    """One candidate, as `kernelwright judge PROBLEM CANDIDATE` judges it: on a GPU through the same
+    memory admission as every pool (the GPU's ledger of every judge process's jobs), so beside batch
+    runners it waits for room rather than running out of memory, and an OOM that sharing caused is
+    judged again alone; started cold and not precompiled (one candidate has nothing to overlap).
+    Without a GPU: `api.judge`."""
+    gpus = list(visible_gpus()) if config.device != "cpu" else []
+    if not gpus:
+        return api.judge(problem, candidate, config)
+    with JudgePool(config, gpus=gpus[:1], per_gpu=1, precompile=False, warm=False) as pool:
+        return pool.judge_many([(problem, candidate)])[0]
+
+
 def gpu_free_bytes(gpu: str) -> int | None:
     """Free memory of GPU `gpu` now (nvidia-smi, MiB), None when it cannot be read."""
     text = _nvidia_smi("--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpu)
@@ -298,6 +314,28 @@ def gpu_free_bytes(gpu: str) -> int | None:
         return int(float(text.strip().splitlines()[0])) << 20
     except (ValueError, IndexError):
         return None
+
+
+def machine_ledger(gpu: str) -> GpuLedger | None:
+    """The machine-wide admission ledger of GPU `gpu` (judge/ledger.py), in the GPU lock folder;
+    None where that folder cannot be made (admission then counts this pool's jobs only)."""
+    from .gpulock import lock_folder
+
+    folder = lock_folder("cuda")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return GpuLedger(folder, gpu_ledger_key(gpu))
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_ledger_key(gpu: str) -> str:
+    """A file name for the physical GPU: its UUID (nvidia-smi), so processes that number GPUs
+    differently share one ledger; its index where the UUID cannot be read."""
+    listed = _nvidia_smi("--query-gpu=uuid", "--format=csv,noheader", "-i", str(gpu)).strip().splitlines()
+    uuid = "".join(c for c in (listed[0] if listed else "") if c.isalnum() or c == "-")
+    return f"admit-{uuid or 'gpu-' + str(gpu)}"
 
 
 def gpu_process_count(gpu: str) -> int | None:

@@ -6,12 +6,22 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom,
                                           memory_key)
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
+
+
+@pytest.fixture(autouse=True)
+def _own_ledgers(tmp_path, monkeypatch):
+    """The pools' GPU admission ledgers (judge/ledger.py) in this test's own folder, not the
+    machine's: other test runs on this machine must not count as judges sharing the fake GPU."""
+    monkeypatch.setenv("KW_LOCK_DIR", str(tmp_path / "locks"))
+
 
 PROBLEM = SourceText("class Model: pass", "p")
 

@@ -69,6 +69,29 @@ def test_requests_whose_import_time_variables_differ_are_not_forked(server):
     assert "PYTHONPATH" in server.accepts({**_env(), "PYTHONPATH": "/elsewhere"})
 
 
+def test_triton_interpret_is_an_import_time_variable(server):
+    """triton.language makes its own @jit helpers (tl.sum's, tl.max's combine functions) when it is
+    imported: a child that interprets Triton cannot be forked from a server that compiles it."""
+    assert "TRITON_INTERPRET" in server.accepts({**_env(), "TRITON_INTERPRET": "0" if server.env.get(
+        "TRITON_INTERPRET") == "1" else "1"})
+
+
+def test_a_cpu_pool_forks_its_evaluations_with_triton_interpreted(monkeypatch):
+    """A CPU pool started without TRITON_INTERPRET in its environment (a batch runner on a machine
+    without a GPU): its fork server imports triton in interpreter mode, so a correct candidate whose
+    kernel reduces with tl.max passes, forked warm (it failed with "Cannot call @triton.jit'd outside
+    of the scope of a kernel" when the server had imported triton compiled)."""
+    from kernelwright.judge.pool import JudgePool
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    config = JudgeConfig(device="cpu", time=False, trials=1, overrides={"batch_size": 4, "dim": 100})
+    with JudgePool(config, gpus=[], cpu_workers=1, warm=True) as pool:
+        [verdict] = pool.judge_many([(PACKAGE_ROOT / "examples/problems/row_softmax.py",
+                                      PACKAGE_ROOT / "examples/candidates/row_softmax.py")])
+    assert verdict.status == "pass", verdict.error
+    assert verdict.process.isolation["start"].startswith("warm")
+
+
 def test_the_server_dies_with_its_owner(tmp_path):
     owner = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom kernelwright.judge.forkserver import ForkServer\n"

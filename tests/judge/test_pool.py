@@ -14,6 +14,14 @@ from kernelwright.judge.api import SourceText
 from kernelwright.judge.pool import JudgeJob, JudgePool, as_job, precompile_env
 from kernelwright.judge.verdict import Verdict
 
+
+@pytest.fixture(autouse=True)
+def _own_ledgers(tmp_path, monkeypatch):
+    """The pools' GPU admission ledgers (judge/ledger.py) in this test's own folder, not the
+    machine's: other test runs on this machine must not count as judges sharing the fake GPU."""
+    monkeypatch.setenv("KW_LOCK_DIR", str(tmp_path / "locks"))
+
+
 CUDA_SOURCE = SourceText("from torch.utils.cpp_extension import load_inline\nclass ModelNew: pass", "cuda_cand")
 TRITON_SOURCE = SourceText("import triton\nclass ModelNew: pass", "triton_cand")
 
