@@ -11,7 +11,9 @@ One expansion job turns a node into a new candidate:
 
     [analyst] -> planner -> coder -> evaluation -> (failed?) repairer -> evaluation ... (<= K)
 
-Each step is one ask; a job has at most one ask out at a time. The strategy chooses which node
+Each step is one ask; a job has at most one ask out at a time. Code an earlier candidate already
+has is recorded as its duplicate instead of judged (duplicates.py); jobs of one node started
+together each get their own direction in their prompts (siblings.py). The strategy chooses which node
 a job expands, and learns the job's final candidate when it ends. A correct candidate that ends
 its expansion among the best may start a tuning job (tuning.py: Templatizer, default instance,
 tuner instances), whose asks come from the same counter and whose best instance joins the tree.
