@@ -32,7 +32,7 @@ class Coder(Agent):
         env = self.env
         base, _ = base_and_best(ctx)
         cited = ctx.plan.skill_tags if isinstance(ctx.plan, Plan) else []
-        chosen = [sections.task(env, ctx), sections.plan(env, ctx, REQUIRED)]
+        chosen = [sections.task(env, ctx), sections.plan(env, ctx, REQUIRED), sections.attempt(env, ctx)]
         if base is not None:
             # a plan's steps point into this code, so with a plan it cannot be left out
             code_priority = REQUIRED if ctx.plan is not None else 10

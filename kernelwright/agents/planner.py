@@ -35,7 +35,7 @@ class Planner(Agent):
     def sections(self, ctx: AgentContext) -> list[Section]:
         env = self.env
         base, best = base_and_best(ctx)
-        chosen = [sections.task(env, ctx)]
+        chosen = [sections.task(env, ctx), sections.attempt(env, ctx)]
         if base is not None:
             chosen += [sections.candidate_code(env, self.name, base, "base_code", 10),
                        sections.candidate_verdict(env, self.name, base, "base_verdict", 15)]

@@ -99,6 +99,35 @@ def plan(env, ctx: AgentContext, priority: int) -> Section | None:
     return Section("plan", priority, text, _frame(env, "plan"), trim="none")  # rationale and steps whole
 
 
+DIRECTIONS_FILE = "attempt_directions.md"
+
+
+def attempt(env, ctx: AgentContext) -> Section | None:
+    """The line that sets sibling expansions apart (None for a lone expansion): this attempt's number,
+    its direction from prompts/attempt_directions.md, and what the other attempts already chose."""
+    if ctx.attempt is None:
+        return None
+    choices = directions(env, "draft" if ctx.attempt.draft else "improve")
+    body = choices[(ctx.attempt.index - 1) % len(choices)]
+    return Section("attempt", REQUIRED, body, _frame(env, "attempt", attempt=ctx.attempt), trim="none")
+
+
+def directions(env, kind: str) -> list[str]:
+    """The `- ` items under `## kind` of the directions file, continuation lines joined."""
+    items: list[str] = []
+    current = None
+    for line in templates.raw_source(env, DIRECTIONS_FILE).splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+        elif current == kind and line.startswith("- "):
+            items.append(line[2:].strip())
+        elif current == kind and items and line.startswith(" ") and line.strip():
+            items[-1] += " " + line.strip()
+    if not items:
+        raise templates.PromptTemplateError(f"{DIRECTIONS_FILE} has no `- ` items under `## {kind}`")
+    return items
+
+
 def skills(env, items: Iterable[Any], priority: int, limit: int,
            preferred: Iterable[str] = (), preferred_priority: int | None = None) -> list[Section]:
     """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.

@@ -121,6 +121,20 @@ class ParseFailure:
 
 
 @dataclass
+class Attempt:
+    """One of several expansions started from the same node at the same time (they all see the same
+    evidence, so without a direction they would write the same thing). `index` is the expansion's
+    number from that node (1-based; it picks the direction from prompts/attempt_directions.md),
+    `concurrent` how many expansions of the node were in progress when it started (itself included,
+    at least 2), `taken` the approaches the other ones already chose (one line each)."""
+
+    index: int
+    concurrent: int
+    taken: list[str] = field(default_factory=list)
+    draft: bool = False  # started from the reference (a first version), not from a candidate
+
+
+@dataclass
 class AgentContext:
     """Everything an agent may be shown; the agent decides what fits its token budget.
 
@@ -150,6 +164,7 @@ class AgentContext:
     # generically like `skills`; None when unknown
     target: Any = None
     in_progress: list[str] = field(default_factory=list)  # what other workers are planning now
+    attempt: Attempt | None = None  # set when sibling expansions of the same node run at once
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:

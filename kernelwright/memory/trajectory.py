@@ -14,10 +14,13 @@ from typing import Any, Iterable
 ACTIONS = frozenset({"draft", "improve", "repair", "tune"})
 # "faster" / "slower": a correct candidate that did / did not improve on what its expansion set out
 # to beat (the engine decides: its search parent, or for a first version the best correct candidate)
-OUTCOMES = frozenset({"pass", "compile_error", "wrong", "crash", "timeout", "slower", "faster", "rejected"})
+# "duplicate": the same code as an earlier candidate, not judged again (search/duplicates.py)
+OUTCOMES = frozenset({"pass", "compile_error", "wrong", "crash", "timeout", "slower", "faster", "rejected",
+                      "duplicate"})
 FAILURES = frozenset({"compile_error", "wrong", "crash", "timeout", "rejected"})
 PASSING = frozenset({"pass", "faster", "slower"})
-SHOWN = {"faster": "improved", "slower": "no gain"}  # outcome words as prompts show them
+SHOWN = {"faster": "improved", "slower": "no gain",  # outcome words as prompts show them
+         "duplicate": "same code as an earlier candidate"}
 REASON_CHARS = 200
 
 
@@ -153,12 +156,12 @@ class Trajectory:
         return list(groups.values())
 
     def _is_dead_end(self, group: _Group) -> bool:
-        """Never improved, and either failed twice or measured no gain; never the approach that
-        produced the best candidate so far."""
+        """Never improved, and either failed twice (a repeat of earlier code counts: it brought
+        nothing new) or measured no gain; never the approach that produced the best candidate so far."""
         best = self.best()
         if best is not None and best in group.entries:
             return False
-        return not group.succeeded and (group.count(FAILURES) >= 2 or group.count(["slower"]) >= 1)
+        return not group.succeeded and (group.count(FAILURES | {"duplicate"}) >= 2 or group.count(["slower"]) >= 1)
 
     def dead_ends(self) -> list[str]:
         """Labels of the approaches that are dead ends (see _is_dead_end)."""

@@ -155,7 +155,7 @@ def _tree(nodes: list[TreeNode]) -> str:
             label += f" <b>{escape(times(node.speedup))}</b>"
         if node.approach:
             label += f' <span class="muted">{escape(node.approach)}</span>'
-        if node.reason and node.status in ("fail", "invalid"):
+        if node.reason and node.status in ("fail", "invalid", "duplicate"):
             label += f' <span class="muted">— {escape(node.reason[:160])}</span>'
         plan = f'<div class="plan">{escape(node.plan[:1200])}</div>' if node.plan and node.action != "reference" else ""
         kids = children.get(node.id, [])

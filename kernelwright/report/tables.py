@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "invalid": "red", "pending": "yellow",
-                "reference": "cyan", "skipped": "dim", "done": "green", "paused": "yellow",
+                "reference": "cyan", "skipped": "dim", "duplicate": "dim", "done": "green", "paused": "yellow",
                 "running": "blue", "failed": "red", "interrupted": "yellow", "created": "dim"}
 
 
@@ -106,6 +106,8 @@ def _label(row: dict[str, Any]) -> str:
         text += f" [dim]{escape(row['approach_key'])}[/]"
     if status in ("fail", "invalid") and row.get("reason"):
         text += f" [red dim]{escape(row['reason'].strip().splitlines()[0][:90])}[/]"
+    if status == "duplicate" and node.get("duplicate_of"):
+        text += f" [dim]of {escape(node['duplicate_of'])}[/]"
     return text
 
 

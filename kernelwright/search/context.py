@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable, Mapping
 
-from kernelwright.agents.types import AgentContext, CandidateView, VerdictView
+from kernelwright.agents.types import AgentContext, Attempt, CandidateView, VerdictView
 from kernelwright.memory.ranking import SkillQuery
 from kernelwright.memory.trajectory import Trajectory
 
@@ -103,7 +103,7 @@ class ContextBuilder:
 
     def build(self, agent: str, tree: Tree, trajectory: Trajectory, *, parent: Node | None,
               failure: str | None = None, plan: Any = None, in_progress: Iterable[tuple[str, str]] = (),
-              skills: list | None = None) -> AgentContext:
+              skills: list | None = None, attempt: Attempt | None = None) -> AgentContext:
         """The context for `agent` working from `parent` (None or the root for a draft)."""
         objective = self.settings.objective
         parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective)
@@ -119,7 +119,7 @@ class ContextBuilder:
             best=best_view, parent=parent_view, failure=failure, tried_digest=digest.rstrip(),
             skills=list(skills or []), plan=plan, analysis=parent.diagnosis if parent is not None else None,
             token_budget=self.settings.context_tokens, extra=self._extra(), target=self.target,
-            in_progress=in_progress_lines(in_progress),
+            in_progress=in_progress_lines(in_progress), attempt=attempt,
         )
 
     def _extra(self) -> dict[str, Any]:

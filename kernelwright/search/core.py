@@ -11,7 +11,9 @@ One expansion job turns a node into a new candidate:
 
     [analyst] -> planner -> coder -> evaluation -> (failed?) repairer -> evaluation ... (<= K)
 
-Each step is one ask; a job has at most one ask out at a time. The strategy chooses which node
+Each step is one ask; a job has at most one ask out at a time. Code an earlier candidate already
+has is recorded as its duplicate instead of judged (duplicates.py); jobs of one node started
+together each get their own direction in their prompts (siblings.py). The strategy chooses which node
 a job expands, and learns the job's final candidate when it ends. A correct candidate that ends
 its expansion among the best may start a tuning job (tuning.py: Templatizer, default instance,
 tuner instances), whose asks come from the same counter and whose best instance joins the tree.
@@ -29,9 +31,11 @@ from kernelwright.memory.trajectory import Trajectory, TrajectoryEntry, approach
 from .asks import Ask, CompletionAsk, EvaluationAsk, Result
 from .budget import SearchBudget, Limits
 from .context import ContextBuilder, SkillRanker
+from .duplicates import Duplicates, mark_duplicate
 from .problem_info import ProblemInfo
 from .results import AskFailure, EvalResult
 from .settings import Settings
+from .siblings import Siblings
 from .strategies import SearchState, Strategy, make_strategy
 from .tree import FAILED, INVALID, PASSED, ROOT_ID, Node, Tree
 from .tuning import Tuning
@@ -63,6 +67,8 @@ class Job:
     ask_id: str | None = None  # the ask out now; None while waiting for a sibling planner
     generation: int = 0  # beam search bookkeeping
     skills: list[Any] | None = None  # the ranked skills of this expansion, shared by its prompts
+    attempt: int = 0  # expansion number of its node (siblings.py)
+    attempts: int = 1  # expansions of its node in progress when it started, itself included
 
 
 def default_agents(backend: str | None = None, prompt_dirs=None, known_skills=None) -> dict[str, Any]:
@@ -98,6 +104,8 @@ class Engine:
         self.seed = rng_seed
         self.rng = random.Random(rng_seed)
         self.tuning = Tuning(self)  # the tuning step's jobs (tuning.py)
+        self.siblings = Siblings()
+        self.duplicates = Duplicates()
         self.jobs: dict[str, Job] = {}  # active jobs, in start order
         self.jobs_started = 0
         self.stop_reason: str | None = None
@@ -221,6 +229,7 @@ class Engine:
     def _fill(self) -> None:
         """Start jobs while there is room, budget and something the strategy wants expanded."""
         self._unblock_waiting()
+        started: list[Job] = []
         while len(self.jobs) < self.settings.parallel and self.stop_reason is None:
             calls, evals = self._first_needs()
             reserved_calls, reserved_evals = self._reserved()
@@ -233,20 +242,23 @@ class Engine:
                 if not self.jobs and not self.tuning.jobs:  # a tuned instance may give it something
                     self.stop_reason = "search finished: the strategy has nothing left to expand"
                 break
-            self._start_job(parent_id)
+            started.append(self._start_job(parent_id))
+        self.siblings.settle(started, self.jobs.values())
 
-    def _start_job(self, parent_id: str) -> None:
+    def _start_job(self, parent_id: str) -> Job:
         self.jobs_started += 1
         job = Job(id=f"j{self.jobs_started}", parent_id=parent_id,
                   action="draft" if parent_id == ROOT_ID else "improve")
         self.jobs[job.id] = job
         self.strategy.started(job)
+        self.siblings.number(job)
         parent = self.tree[parent_id]
         job.stage = PLAN if self.settings.plan else CODE
         if (self.settings.analyst and parent_id != ROOT_ID and parent.eval is not None
                 and parent.diagnosis is None and self._optional_ok(job, 1 + self._first_needs()[0], 1)):
             job.stage = ANALYZE
         self._advance(job)
+        return job
 
     def _advance(self, job: Job) -> None:
         """Issue the job's next ask for its current stage (or wait for a sibling planner)."""
@@ -315,9 +327,11 @@ class Engine:
         if agent in ("planner", "analyst"):  # the Coder carries out its plan; others' plans are not its concern
             in_progress = [(j.approach_key, j.plan_text) for j in self.jobs.values() if j is not job and j.plan_text]
             in_progress += self.tuning.in_progress()
+        attempt = self.siblings.attempt(job, agent, self.jobs.values()) if self.settings.sibling_directions else None
         ctx = self.contexts.build(agent, self.tree, self.trajectory, parent=context_parent,
                                   failure=failure, plan=job.plan if agent != "planner" else None,
-                                  in_progress=in_progress, skills=self._skills_for(job, agent, parent))
+                                  in_progress=in_progress, skills=self._skills_for(job, agent, parent),
+                                  attempt=attempt)
         if job.retry is not None:  # the agent adds the unusable answer and the parser's feedback
             request = self.agents[agent].retry_request(ctx, *job.retry)
         else:
@@ -413,8 +427,9 @@ class Engine:
             self._fail_unusable(node, parsed)
             return self._end_job(job, node)
         node = self._new_node(job, parent_id=job.parent_id, action=job.action, code=parsed.source)
-        self._next_stage(job, EVALUATE)
-        self._ask_evaluation(job, node)
+        if not self._judged_already(job, node):
+            self._next_stage(job, EVALUATE)
+            self._ask_evaluation(job, node)
 
     def _on_repair(self, job: Job, ask: Ask, result: Result) -> None:
         failed = self.tree[job.node_id]
@@ -426,8 +441,9 @@ class Engine:
                 return
             return self._end_job(job, failed)
         node = self._new_node(job, parent_id=failed.id, action="repair", code=parsed.source)
-        self._next_stage(job, EVALUATE)
-        self._ask_evaluation(job, node)
+        if not self._judged_already(job, node):
+            self._next_stage(job, EVALUATE)
+            self._ask_evaluation(job, node)
 
     def _on_evaluation(self, job: Job, ask: Ask, result: Result) -> None:
         node = self.tree[job.node_id]
@@ -480,6 +496,17 @@ class Engine:
         job.node_id = node.id
         self._changed.add(node.id)
         return node
+
+    def _judged_already(self, job: Job, node: Node) -> bool:
+        """When an earlier candidate has `node`'s code, record `node` as its duplicate and end the
+        job (no evaluation asked, none spent); True then."""
+        original = self.duplicates.original(self.tree, node) if self.settings.dedupe else None
+        if original is None:
+            return False
+        mark_duplicate(node, original)
+        self._record(node, "duplicate")
+        self._end_job(job, node)
+        return True
 
     def _fail_unusable(self, node: Node, parsed: Any) -> None:
         node.status = INVALID

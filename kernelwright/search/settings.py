@@ -10,7 +10,7 @@ from typing import Any
 STRATEGIES = ("greedy", "beam", "mcts")
 OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
 #: settings added after runs were stored, with the value that means "as before they existed"
-ADDED_LATER: dict[str, Any] = {"tune": False}
+ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedupe": False}
 
 
 class SettingsError(ValueError):
@@ -27,6 +27,8 @@ class Settings:
     parse_retries: int = 1  # re-asks with the parser's feedback when an answer is unusable
     plan: bool = True  # ask the Planner before the Coder
     analyst: bool = False  # ask the Analyst for a diagnosis of a parent before planning on it
+    sibling_directions: bool = True  # expansions of one node started together each get their own direction (siblings.py)
+    dedupe: bool = True  # a candidate with an earlier candidate's code is not judged again (duplicates.py)
     # greedy / mcts
     iterations: int = 10  # expansion jobs in all (drafts included)
     max_children: int = 4  # hard cap on expansions of one node

@@ -16,9 +16,9 @@ from .results import EvalResult
 
 ROOT_ID = "c0"
 
-# node.status values
-REFERENCE, PENDING, PASSED, FAILED, INVALID, SKIPPED = (
-    "reference", "pending", "pass", "fail", "invalid", "skipped")
+# node.status values; a duplicate has the code of an earlier candidate and is not judged (duplicates.py)
+REFERENCE, PENDING, PASSED, FAILED, INVALID, SKIPPED, DUPLICATE = (
+    "reference", "pending", "pass", "fail", "invalid", "skipped", "duplicate")
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Node:
     # cost; on an instance, its job, template and parameters
     tuning: dict[str, Any] = field(default_factory=dict)
     tuned: str = ""  # "parameters tuned: ...", shown with the candidate in later prompts
+    duplicate_of: str = ""  # a duplicate: the earlier candidate whose verdict stands for it
 
     @property
     def passed(self) -> bool:

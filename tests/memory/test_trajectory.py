@@ -127,3 +127,13 @@ def test_from_dicts_rejects_unknown_keys():
                                 "colour": "red"}])
     with pytest.raises(ValueError, match="must be a dict"):
         Trajectory.from_dicts(["c1"])
+
+
+def test_a_repeat_of_earlier_code_counts_toward_a_dead_end_but_not_against_a_win():
+    repeated = Trajectory([entry("c1", "wrong", key="split rows", reason="max abs error 0.5"),
+                           entry("c2", "duplicate", key="split rows", reason="duplicate of c1")])
+    assert repeated.dead_ends() == ["split rows"]
+    assert "same code as an earlier candidate" in repeated.digest()
+    won = Trajectory([entry("c1", "faster", key="fuse", speedup=1.5), entry("c2", "duplicate", key="fuse"),
+                      entry("c3", "duplicate", key="fuse")])
+    assert won.dead_ends() == [] and "worked, best 1.50×" in won.digest()

@@ -218,7 +218,7 @@ def run(kernelbench: Path, kind: str) -> list[Prompt]:
                 "c3": gpu_pass(7.02, 0.020, 8.90, 7.35, 82.1, 0.93, False) if on_gpu else cpu_pass(990.0, 38.0),
                 "c4": gpu_pass(6.02, 0.010, 8.90, 7.35, 95.7, 1.0, True) if on_gpu else cpu_pass(900.0, 38.0)}
     answers = {"planner": iter([PLAN_A, PLAN_B, PLAN_LATER]), "analyst": iter([DIAGNOSIS]),
-               "coder": iter([code(128), code(64), code(128, "121.0")]), "repairer": iter([code(128)])}
+               "coder": iter([code(128), code(64), code(128, "121.0")]), "repairer": iter([code(128, "(1.0 * K * K)")])}
     prompts: list[Prompt] = []
     seen: set[str] = set()
     while not engine.done:

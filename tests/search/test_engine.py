@@ -201,7 +201,7 @@ def test_a_plan_for_a_known_dead_end_is_sent_back_once():
         elif ask.agent == "planner":
             e.tell(ask.id, completion(same_idea))
         else:
-            e.tell(ask.id, completion(code_text(64)))
+            e.tell(ask.id, completion(code_text(64 * len(asked))))  # new code each time: judged each time
     planners = [a for a in asked if isinstance(a, CompletionAsk) and a.agent == "planner"]
     # jobs 1 and 2 try the idea and fail twice: a dead end; job 3's planner is told so and asked
     # again, and its second answer (the same idea) is let through

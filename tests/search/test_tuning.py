@@ -64,8 +64,9 @@ def instance_ms(code: str) -> float:
 class Answers:
     """Planner, Coder and Templatizer answers in order; evaluations from `judge`."""
 
-    def __init__(self, templatizer=(GOOD,), judge=None):
+    def __init__(self, templatizer=(GOOD,), judge=None, codes=None):
         self.templatizer = list(templatizer)
+        self.codes = list(codes or [code_text(128)])  # the Coder's answers in turn, the last one repeated
         self.judge = judge or (lambda ask: timed(instance_ms(ask.code)))
         self.log: list[tuple[str, object]] = []
 
@@ -75,7 +76,7 @@ class Answers:
         elif ask.agent == "planner":
             result = completion(plan_text("one pass relu"))
         elif ask.agent == "coder":
-            result = completion(code_text(128))
+            result = completion(self.codes.pop(0) if len(self.codes) > 1 else self.codes[0])
         elif ask.agent == "templatizer":
             result = completion(self.templatizer.pop(0) if len(self.templatizer) > 1 else self.templatizer[0])
         else:
@@ -265,7 +266,7 @@ def test_top_k_also_tunes_a_candidate_that_is_not_the_best():
     for top, tuned in [(1, {"c1"}), (2, {"c1", "c3"})]:
         speeds = iter([0.5, 0.9])
         engine = make(drafts=2, iterations=2, tune_top=top, parse_retries=0)
-        Answers(judge=judge).run(engine)
+        Answers(judge=judge, codes=(code_text(128), code_text(256))).run(engine)  # two different drafts
         assert {n.id for n in engine.tree if n.tuning.get("job") and n.action != "tune"} == tuned, top
 
 
