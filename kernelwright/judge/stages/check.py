@@ -24,19 +24,19 @@ def run(ctx: Context, built: Built) -> Checked | None:
     first, last = loaded.cases[0], loaded.cases[-1]
     recorders = {id(case): OpRecorder(origin=own.origin) for case in (first, last)}
     own.reset()  # launches while ModelNew was built do not count
-    with ctx.timer("check"):
+    # one shared hold for all trials: holding it per trial (a shorter wait for a worker that times)
+    # made the H100 batch slower (19_ReLU, 8 lanes: 37.7 candidates/GPU-minute against 45.3), since
+    # every hold passes the turnstile behind waiting writers (docs/benchmarks.md)
+    with ctx.on_device(loaded.lock, "shared"), ctx.timer("check"):
         for case in loaded.cases:
-            # the device is held shared per trial, not for the whole stage: a worker waiting to time
-            # (exclusive) then waits for one trial of each other worker, not for all of them
-            with ctx.on_device(loaded.lock, "shared"):
-                result, args, raised = run_trial(ctx, built, case, recorders.get(id(case)))
-                case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
-                ctx.verdict.trials.append(result)
-                ctx.writer.write(ctx.verdict, complete=False)
-                if raised is None and case is first and result.ok:
-                    with ctx.timer("guards"):
-                        guard_output_cache(ctx, built, args)
-                del args
+            result, args, raised = run_trial(ctx, built, case, recorders.get(id(case)))
+            case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
+            ctx.verdict.trials.append(result)
+            ctx.writer.write(ctx.verdict, complete=False)
+            if raised is None and case is first and result.ok:
+                with ctx.timer("guards"):
+                    guard_output_cache(ctx, built, args)
+            del args
             if raised is not None:
                 stop_on_exception(ctx, built, result, raised)
                 return None
