@@ -114,15 +114,28 @@ def system_errors(folder: str | Path) -> dict[Path, str]:
 
 
 def system_error(path: Path) -> str | None:
-    """Why the verdict file at `path` is a system error (its outcome is "not judged"), else None
-    (the candidate's own verdict, or a file that cannot be read: left as it is)."""
+    """Why the verdict file at `path` is a system error (its outcome is "not judged", or it passed
+    but a baseline ran out of GPU memory, so it has no speedup against it), else None (the
+    candidate's own verdict, or a file that cannot be read: left as it is)."""
     from .outcome import outcome
 
     try:
-        found = outcome(json.loads(path.read_text()))
+        data = json.loads(path.read_text())
+        found = outcome(data)
     except (OSError, ValueError, AttributeError):
         return None
-    return found.text() if found.system_error else None
+    if found.system_error:
+        return found.text()
+    return _baseline_oom(data) if found.kind == "correct" else None
+
+
+def _baseline_oom(data: dict[str, Any]) -> str | None:
+    """Which baselines of a verdict ran out of GPU memory (a shared GPU's fault, not the candidate's)."""
+    from .admission import OOM_MARKERS
+
+    errors = (data.get("baselines") or {}).get("errors") or {}
+    kinds = sorted(k for k, text in errors.items() if any(m in str(text) for m in OOM_MARKERS))
+    return f"correct, but its {', '.join(kinds)} baseline(s) ran out of GPU memory: untimed against them" if kinds else None
 
 
 def request_priority(path: Path) -> float:

@@ -115,6 +115,25 @@ def test_retry_errors_rejudges_only_system_errors_and_keeps_every_other_verdict(
     assert run_batch(folder, _FakePool(), retry_errors=True) == []  # nothing is a system error any more
 
 
+def test_a_pass_whose_baseline_ran_out_of_memory_is_judged_again_but_other_baseline_errors_are_not(tmp_path):
+    """The H100 suite's shape: a correct candidate whose eager baseline ran out of memory beside a
+    64 GB evaluation has no speedup; --retry-errors judges it again. A baseline error of another
+    kind (the reference cannot be compiled) is the problem's, and stays."""
+    from kernelwright.judge.batch import system_error
+    from kernelwright.judge.verdict import Baselines, Verdict
+
+    (tmp_path / "prob.py").write_text("x = 1")
+    errors = {"untimed": {"eager": "eager baseline failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB."},
+              "nocompile": {"compile_default": "compile_default baseline failed: InductorError: unsupported op"}}
+    for name, errs in errors.items():
+        write_request(tmp_path, name, "prob.py", "class ModelNew: pass")
+        verdict = Verdict(problem="p", candidate=name, status="pass", stage="done", baselines=Baselines(errors=errs))
+        (tmp_path / f"{name}{VERDICT_SUFFIX}").write_text(verdict.to_json())
+    assert pending(tmp_path) == []
+    assert [p.name for p in pending(tmp_path, retry_errors=True)] == ["untimed.request.json"]
+    assert "eager baseline(s) ran out of GPU memory" in system_error(tmp_path / f"untimed{VERDICT_SUFFIX}")
+
+
 def test_cli_judge_batch_retry_errors(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
