@@ -167,6 +167,8 @@ class Engine:
         """A judged candidate's verdict replaced (judged again after a system error: the driver
         found it): the node's status, value and the best follow it, and the trajectory says so.
         What was decided on the old verdict (a repair asked, statistics backed up) stays."""
+        if node_id not in self.tree.nodes or self.tree[node_id].eval is None:
+            raise EngineError(f"candidate {node_id!r} was never judged: no verdict to replace")
         node = self.tree[node_id]
         node.eval, node.status, node.reason = result, PASSED if result.passed else FAILED, result.error
         node.bottleneck = result.bottleneck
