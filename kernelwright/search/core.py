@@ -163,6 +163,20 @@ class Engine:
                    EVALUATE: self._on_evaluation, REPAIR: self._on_repair}[job.stage]
         handler(job, ask, result)
 
+    def amend(self, node_id: str, result: EvalResult) -> None:
+        """A judged candidate's verdict replaced (judged again after a system error: the driver
+        found it): the node's status, value and the best follow it, and the trajectory says so.
+        What was decided on the old verdict (a repair asked, statistics backed up) stays."""
+        if node_id not in self.tree.nodes or self.tree[node_id].eval is None:
+            raise EngineError(f"candidate {node_id!r} was never judged: no verdict to replace")
+        node = self.tree[node_id]
+        node.eval, node.status, node.reason = result, PASSED if result.passed else FAILED, result.error
+        node.bottleneck = result.bottleneck
+        node.value = node_value(node, self.settings.objective)
+        self.trajectory = Trajectory(e for e in self.trajectory.entries if e.candidate_id != node_id)
+        self._record(node, self._gain(node) if result.passed else result.outcome)  # the latest entry now
+        self._filling()
+
     def set_limits(self, limits: Limits, elapsed_s: float | None = None) -> None:
         """New budget limits (a resumed run with a larger budget); may start new jobs."""
         self.budget.limits = limits

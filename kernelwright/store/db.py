@@ -4,7 +4,8 @@ Tables (all keyed by run id, so one file may hold many runs):
 
     runs        the problem (path, source, hash), settings JSON, status, best candidate, spend
     asks        the replay log: every ask the engine made (payload JSON) and its result JSON
-    journal     the order in which results (and budget changes) were told to the engine
+    journal     the order in which results (and budget changes, a new target, verdicts judged again)
+                were told to the engine
     candidates  the tree: code, plan, parent links, search statistics (rebuilt by a replay)
     verdicts    the judge's full verdict per evaluated candidate and rule set (a run's candidates can be
                 re-judged under another rule set: `kernelwright rejudge`)
@@ -128,9 +129,9 @@ def _loads(text: str | None) -> Any:
 @dataclass
 class JournalEntry:
     seq: int
-    kind: str  # "tell", "limits" or "target"
+    kind: str  # "tell", "limits", "target" or "amend" (a verdict judged again after a system error)
     ask_id: str | None
-    payload: Any  # for "tell": the stored result dict; for "limits" / "target": the new value
+    payload: Any  # for "tell": the stored result dict; for "limits" / "target" / "amend": the new value
     elapsed_s: float | None
     with_next: bool = False  # "tell": told together with the next entry (one batch of results)
 
@@ -371,6 +372,28 @@ class RunStore:
                   (run_id, candidate_id, verdict_rules(verdict), verdict.get("status", "error"), verdict.get("stage"),
                    speedup.get("eager"), speedup.get("compile_default"), timing.get("median_ms"),
                    verdict.get("device"), _dumps(verdict), now()))
+
+    def amend_verdict(self, run_id: str, candidate_id: str, verdict: dict[str, Any], payload: dict[str, Any],
+                      elapsed_s: float | None) -> int:
+        """A verdict judged again replaces the candidate's stored one under its rule set, in place
+        (the order of evaluations stays), with an "amend" journal entry carrying `payload` (what
+        a replay tells the engine) and an event, in one transaction. Returns the journal sequence."""
+        rules, speedup, timing = verdict_rules(verdict), verdict.get("speedup") or {}, verdict.get("timing") or {}
+        with self._tx() as c:
+            updated = c.execute(
+                "UPDATE verdicts SET status = ?, stage = ?, speedup_eager = ?, speedup_compile = ?, median_ms = ?,"
+                " device = ?, json = ? WHERE run_id = ? AND candidate_id = ? AND rules = ?",
+                (verdict.get("status", "error"), verdict.get("stage"), speedup.get("eager"),
+                 speedup.get("compile_default"), timing.get("median_ms"), verdict.get("device"), _dumps(verdict),
+                 run_id, candidate_id, rules)).rowcount
+            if not updated:
+                self._save_verdict(c, run_id, candidate_id, verdict)
+            cursor = c.execute("INSERT INTO journal (run_id, kind, ask_id, payload, elapsed_s, created)"
+                               " VALUES (?,?,?,?,?,?)", (run_id, "amend", payload.get("ask_id"), _dumps(payload),
+                                                         elapsed_s, now()))
+            self._event(c, run_id, "rejudged", {"candidate": candidate_id, "status": verdict.get("status"),
+                                                "replaced": payload.get("replaced")})
+            return cursor.lastrowid
 
     def save_verdict(self, run_id: str, candidate_id: str, verdict: dict[str, Any]) -> None:
         """A verdict that came without an ask (the template autotuner's instances)."""

@@ -7,7 +7,9 @@ Starting: describe the problem, check the LLM configuration (a bad spec or a mis
 here, before any folder exists), create RUN_DIR with its database, store the settings.
 Resuming: rebuild the engine from the stored settings and replay the journal (every result, in
 the order it was told); asks left without a result come out of the engine again and are asked
-again (an exchange prompt or a batch request is found by its hash or name, not re-created).
+again (an exchange prompt or a batch request is found by its hash or name, not re-created). A
+batch run then takes the verdicts judged again after a system error (`judge --batch
+--retry-errors`) in place of the ones it stored (rejudged.py).
 A run made without an LLM (the template autotuner, `autotune.py`) resumes through its own driver.
 
 The process working on a run holds RUN_DIR/run.lock (`store.RunLock`). Ctrl-C or SIGTERM ends the
@@ -38,7 +40,7 @@ from ..budget import Limits
 from ..core import AGENT_NAMES, Engine, EngineError
 from ..problem_info import ProblemInfo, describe_problem
 from ..settings import Settings
-from . import targets
+from . import rejudged, targets
 from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
 
 DEFAULT_WORKSPACE = Path("kw-runs")
@@ -303,6 +305,8 @@ class SearchSession:
                     engine.set_limits(Limits.from_dict(entry.payload), entry.elapsed_s)
                 elif entry.kind == "target":
                     engine.set_target(targets.Target.from_dict(entry.payload))
+                elif entry.kind == "amend":
+                    rejudged.replay(engine, entry.payload)
             except EngineError as exc:
                 raise ReplayDiverged(f"replaying run {self.run_id} failed at journal entry {entry.seq}: "
                                      f"{exc}. The run was made by another version of kernelwright.") from None
@@ -468,6 +472,9 @@ class SearchSession:
         self._apply_new_target(engine, base)
         mirror = Mirror(self.store, self.run_id, self.settings.objective, best_path=self.run_dir / BEST_FILE)
         self.store.upsert_candidates(self.run_id, [node_row(n, self.settings.objective) for n in engine.tree])
+        if self._eval_mode() == "batch" and rejudged.apply(self.store, self.run_id, engine, self.evals_dir,
+                                                          self.stored.get("request_prefix") or "", base):
+            mirror.sync_tree(engine)  # verdicts judged again: the tree, the best and its file follow
         try:
             router = self._router()
         except LLMError as exc:

@@ -1,0 +1,89 @@
+"""Verdicts judged again after a system error, read back into a batch run on `--resume`.
+
+`kernelwright judge --batch DIR --retry-errors` judges again, once, the requests whose verdict is a
+system error (judge/batch.py `system_error`) and replaces the verdict file with one that carries the
+`rejudged_after_system_error` flag. A run that had already stored the first verdict takes the new
+one on its next resume: for every evaluation whose stored verdict is a system error (the same
+rule) and whose request's verdict file now carries that flag and differs, the store's verdict is
+replaced in place and an "amend" entry is journaled (store.RunStore.amend_verdict), then the
+engine hears it (`Engine.amend`): the node's status and speedups, the tree, the best candidate and
+the report follow. A replay tells the engine the journaled amendment, never the folder, so a later
+resume replays the same. The candidate's own verdict (correct, or its fault) is never replaced.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelwright.judge import batch
+from kernelwright.judge.outcome import outcome
+from kernelwright.judge.verdict import Verdict
+
+from ..results import EvalResult
+
+
+@dataclass(frozen=True)
+class Amendment:
+    ask_id: str
+    candidate_id: str
+    verdict: dict[str, Any]  # the verdict judged again, as the store keeps it
+    result: EvalResult  # what the engine hears
+    replaced: str  # why the stored verdict was a system error
+
+    def payload(self) -> dict[str, Any]:
+        """The journal entry's payload: what a replay tells the engine."""
+        return {"ask_id": self.ask_id, "candidate_id": self.candidate_id, "result": self.result.to_dict(),
+                "replaced": self.replaced}
+
+
+def stored_system_error(verdict: dict[str, Any]) -> str | None:
+    """Why a stored verdict is a system error, by the batch runner's rule (judge/batch.py
+    `system_error`: not judged, or correct with a baseline out of GPU memory), else None."""
+    try:
+        found = outcome(verdict)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if found.system_error:
+        return found.text()
+    # the batch runner's own rule for a passing verdict (judge/ has no public name for it yet)
+    return batch._baseline_oom(verdict) if found.kind == "correct" else None
+
+
+def find(store, run_id: str, folder: Path, prefix: str = "") -> list[Amendment]:
+    """The run's evaluations whose stored verdict a re-judged verdict file in `folder` replaces."""
+    found = []
+    for ask in store.asks(run_id):
+        cid = ask.get("candidate_id")
+        if ask["kind"] != "evaluation" or not cid or ask.get("result") is None:
+            continue
+        stored = store.verdict(run_id, cid)
+        why = stored_system_error(stored) if stored else None
+        new = _rejudged(folder / f"{prefix}{cid}{batch.VERDICT_SUFFIX}") if why else None
+        if new is not None and json.loads(new.to_json()) != stored:
+            found.append(Amendment(ask["id"], cid, json.loads(new.to_json()), EvalResult.from_verdict(new), why))
+    return found
+
+
+def apply(store, run_id: str, engine, folder: Path, prefix: str, elapsed_s: float) -> list[Amendment]:
+    """Store and journal each amendment, then tell the engine (the order a replay follows)."""
+    found = find(store, run_id, folder, prefix)
+    for amendment in found:
+        store.amend_verdict(run_id, amendment.candidate_id, amendment.verdict, amendment.payload(), elapsed_s)
+        engine.amend(amendment.candidate_id, amendment.result)
+    return found
+
+
+def replay(engine, payload: dict[str, Any]) -> None:
+    """A journaled amendment, told again to a replaying engine."""
+    engine.amend(payload["candidate_id"], EvalResult.from_dict(payload["result"]))
+
+
+def _rejudged(path: Path) -> Verdict | None:
+    """The verdict file at `path` when it is there, readable and judged again after a system error."""
+    try:
+        verdict = Verdict.from_json(path.read_text())
+    except (OSError, ValueError, TypeError):
+        return None
+    return verdict if any(f.code == batch.REJUDGED for f in verdict.flags) else None
