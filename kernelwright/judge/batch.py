@@ -117,12 +117,21 @@ def system_error(path: Path) -> str | None:
     """Why the verdict file at `path` is a system error (its outcome is "not judged", or it passed
     but a baseline ran out of GPU memory, so it has no speedup against it), else None (the
     candidate's own verdict, or a file that cannot be read: left as it is)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return verdict_system_error(data)
+
+
+def verdict_system_error(data: dict[str, Any]) -> str | None:
+    """The rule of `system_error` for a verdict's JSON dict (a verdict file, or a run's stored
+    verdict: search/drivers/rejudged.py applies the same rule when it imports a re-judged one)."""
     from .outcome import outcome
 
     try:
-        data = json.loads(path.read_text())
         found = outcome(data)
-    except (OSError, ValueError, AttributeError):
+    except (AttributeError, TypeError, ValueError):
         return None
     if found.system_error:
         return found.text()

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.judge import batch
-from kernelwright.judge.outcome import outcome
 from kernelwright.judge.verdict import Verdict
 
 from ..results import EvalResult
@@ -40,15 +39,8 @@ class Amendment:
 
 def stored_system_error(verdict: dict[str, Any]) -> str | None:
     """Why a stored verdict is a system error, by the batch runner's rule (judge/batch.py
-    `system_error`: not judged, or correct with a baseline out of GPU memory), else None."""
-    try:
-        found = outcome(verdict)
-    except (AttributeError, TypeError, ValueError):
-        return None
-    if found.system_error:
-        return found.text()
-    # the batch runner's own rule for a passing verdict (judge/ has no public name for it yet)
-    return batch._baseline_oom(verdict) if found.kind == "correct" else None
+    `verdict_system_error`: not judged, or correct with a baseline out of GPU memory), else None."""
+    return batch.verdict_system_error(verdict)
 
 
 def find(store, run_id: str, folder: Path, prefix: str = "") -> list[Amendment]:
