@@ -42,6 +42,16 @@ class SourceText:
     name: str = "candidate"
 
 
+def text_of(item: "SourceText | str | os.PathLike") -> str:
+    """The source of a problem or candidate given as text or as a file; "" when the file cannot be read."""
+    if isinstance(item, SourceText):
+        return item.text
+    try:
+        return Path(item).read_text()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 @dataclass
 class JudgeRequest:
     """What the worker process is asked to do; travels as JSON."""

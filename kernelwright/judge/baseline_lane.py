@@ -91,7 +91,7 @@ def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
     """The distinct problems of `jobs` (JudgeJobs in the order they will be judged) whose baselines
     a candidate will ask for, first-judged first; problems given as text are copied into `scratch`."""
     from .admission import memory_key
-    from .api import SourceText, default_cache_dir, source_filename
+    from .api import SourceText, default_cache_dir, source_filename, text_of
 
     tasks, seen = [], set()
     for job in jobs:
@@ -102,7 +102,7 @@ def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
             continue  # no baselines asked, or sizes known only once the problem is loaded
         config = JudgeConfig.from_dict({**config.to_dict(),
                                         "cache_dir": str(default_cache_dir(config).expanduser().resolve())})
-        source = _text_of(job.problem)
+        source = text_of(job.problem)
         name = source_filename(job.problem.name) if isinstance(job.problem, SourceText) else Path(job.problem).name
         ident = _identity(source, Path(name).stem, config, device)
         if not source or ident in seen:
@@ -132,17 +132,6 @@ def start(jobs: list, pool, lanes: int = DEFAULT_LANES, log=None) -> BaselineLan
     if log:
         log(f"baseline lane: {len(tasks)} problem(s), {min(lanes, len(tasks))} at a time")
     return BaselineLane(tasks, pool, scratch, lanes, log).start()
-
-
-def _text_of(problem) -> str:
-    from .api import SourceText
-
-    if isinstance(problem, SourceText):
-        return problem.text
-    try:
-        return Path(problem).read_text()
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _device(config: JudgeConfig, gpus: bool) -> str | None:

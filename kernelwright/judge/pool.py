@@ -33,7 +33,7 @@ from typing import AsyncIterator, Iterable, Iterator
 
 from . import api
 from .admission import MemoryAdmission, memory_key, run_admitted
-from .api import SourceText
+from .api import SourceText, text_of
 from .candidate_kinds import backend_of
 from .config import JudgeConfig
 from .ledger import GpuLedger
@@ -234,7 +234,7 @@ class JudgePool:
         wanted = self.precompile if self.precompile is not None else bool(self.gpus) and config.device != "cpu"
         if not wanted or self.compile_workers < 2:
             return False
-        return backend_of(_source_of(job.candidate)) == "cuda" and bool(self._arch(config))
+        return backend_of(text_of(job.candidate)) == "cuda" and bool(self._arch(config))
 
     def _arch(self, config: JudgeConfig) -> str:
         return api.run_arch_list(config, self._device_hint(config))
@@ -280,7 +280,7 @@ class JudgePool:
         run = lambda: self._run(job, config, env, phase="evaluate")  # noqa: E731
         if not gpu:
             return run()
-        key = memory_key(_source_of(job.problem), config.overrides, config.device)
+        key = memory_key(text_of(job.problem), config.overrides, config.device)
         return run_admitted(self.admission, gpu, key, run)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
@@ -350,15 +350,6 @@ def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:
     """CUDA hidden, the arch given. No cache path: the compile worker runs candidate code too, so
     its builds reach the shared cache only through its supervisor's trusted builder."""
     return {"CUDA_VISIBLE_DEVICES": "", "TORCH_CUDA_ARCH_LIST": arch}
-
-
-def _source_of(candidate) -> str:
-    if isinstance(candidate, SourceText):
-        return candidate.text
-    try:
-        return Path(candidate).read_text()
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _internal_error(job: JudgeJob, exc: Exception) -> Verdict:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_tree import alive
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge import baseline_lane as lanes
@@ -172,9 +173,9 @@ def test_stop_kills_the_measurement_in_flight_and_its_baseline_processes(tmp_pat
     lane.stop()
     assert lane.results[0].outcome == lanes.STOPPED
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(p) for p in tree):
+    while time.monotonic() < deadline and any(alive(p) for p in tree):
         time.sleep(0.1)
-    assert not [p for p in tree if _alive(p)]
+    assert not [p for p in tree if alive(p)]
 
 
 def _cmdline(pid: int) -> str:
@@ -182,14 +183,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 def test_the_lane_names_a_gpu_as_the_supervisor_does(tmp_path, config, monkeypatch):
