@@ -225,9 +225,14 @@ def oom_line(verdict) -> str:
     texts = [verdict.error or "", verdict.process.stderr_tail if verdict.process else ""]
     texts += [t.message or "" for t in verdict.trials]
     for line in "\n".join(texts).splitlines():
-        if any(marker in line for marker in OOM_MARKERS):
+        if names_oom(line):
             return line.strip()[:300]
     return ""
+
+
+def names_oom(text: str) -> bool:
+    """Whether `text` names a GPU out-of-memory error."""
+    return any(marker in text for marker in OOM_MARKERS)
 
 
 def peak_of(verdict) -> int | None:

@@ -140,10 +140,10 @@ def verdict_system_error(data: dict[str, Any]) -> str | None:
 
 def _baseline_oom(data: dict[str, Any]) -> str | None:
     """Which baselines of a verdict ran out of GPU memory (a shared GPU's fault, not the candidate's)."""
-    from .admission import OOM_MARKERS
+    from .admission import names_oom
 
     errors = (data.get("baselines") or {}).get("errors") or {}
-    kinds = sorted(k for k, text in errors.items() if any(m in str(text) for m in OOM_MARKERS))
+    kinds = sorted(k for k, text in errors.items() if names_oom(str(text)))
     return f"correct, but its {', '.join(kinds)} baseline(s) ran out of GPU memory: untimed against them" if kinds else None
 
 
