@@ -69,7 +69,6 @@ class LaneTask:
     overrides: dict[str, Any]
     config: JudgeConfig  # the request's settings, cache folder resolved
     device: str  # as the worker resolves it ("cuda", "cpu", ...)
-    memory_key: str  # the problem's key in the pool's memory admission
 
 
 @dataclass
@@ -90,7 +89,6 @@ class LaneResult:
 def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
     """The distinct problems of `jobs` (JudgeJobs in the order they will be judged) whose baselines
     a candidate will ask for, first-judged first; problems given as text are copied into `scratch`."""
-    from .admission import memory_key
     from .api import SourceText, default_cache_dir, source_filename, text_of
 
     tasks, seen = [], set()
@@ -115,7 +113,7 @@ def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
         else:
             path = Path(job.problem).resolve()
         tasks.append(LaneTask(name=name, problem=path, overrides=dict(config.overrides), config=config,
-                              device=device, memory_key=memory_key(source, config.overrides, config.device)))
+                              device=device))
     return tasks
 
 
@@ -158,7 +156,7 @@ class BaselineLane:
 
     def __init__(self, tasks: list[LaneTask], pool, scratch: Path, lanes: int = DEFAULT_LANES, log=None,
                  measure: Measure | None = None):
-        self.pool, self.log = pool, log
+        self.log = log
         self.measure = measure or run_child
         self.scratch = scratch
         self.results: list[LaneResult] = []

@@ -232,7 +232,7 @@ def test_the_lane_takes_no_seat_and_a_candidate_oom_beside_it_is_retried(tmp_pat
             return Verdict(problem="p", candidate="c", status=ERROR, error="torch.OutOfMemoryError: CUDA out of memory")
         return Verdict(problem="p", candidate="c", status=PASS)
 
-    verdict = run_admitted(admission, "0", task.memory_key, run)
+    verdict = run_admitted(admission, "0", "the candidate's problem", run)
     release.set()
     lane.join(10)
     assert events[0] == ("lane", [])  # measuring, and no seat taken
