@@ -93,6 +93,43 @@ def test_side_stream_rule():
     assert reject is not None and reject.severity == REJECT and reject.code == "side_stream"
 
 
+class _EventsSay:
+    """A clock whose events always report `ms`, whatever the call took on the host."""
+
+    def __init__(self, ms: float):
+        self.ms = ms
+
+    def event(self):
+        return object()
+
+    def record(self, event) -> None:
+        pass
+
+    def elapsed(self, start, end) -> float:
+        return self.ms
+
+    def synchronize(self) -> None:
+        pass
+
+
+def test_wall_check_keeps_the_call_least_delayed_by_the_host():
+    # four of five calls are held up 30 ms on the host (a process descheduled on a busy machine):
+    # not GPU work of the candidate's, so the check must not see it
+    delays = iter([30.0, 30.0, 0.0, 30.0, 30.0])
+    events_ms, wall_ms = timing._wall_check(lambda: busy(next(delays))(), _EventsSay(1.0), None, 5)
+    assert events_ms == 1.0 and wall_ms < 10.0
+    assert timing.side_stream_flag(events_ms, max(wall_ms, events_ms)) is None
+
+
+def test_wall_check_still_sees_work_that_widens_every_call():
+    # every call takes 20 ms of wall time while its events see 1 ms (work on a stream the events
+    # miss): the least-widened call still shows it, and the rule rejects
+    events_ms, wall_ms = timing._wall_check(busy(20.0), _EventsSay(1.0), None, 4)
+    assert wall_ms >= 19.0
+    flag = timing.side_stream_flag(events_ms, wall_ms)
+    assert flag is not None and flag.severity == REJECT
+
+
 # ---------------------------------------------------------------- GPU
 
 
