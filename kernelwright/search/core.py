@@ -139,7 +139,9 @@ class Engine:
         self.contexts.target = target
 
     def _filling(self) -> None:
-        """Start what there is room for, then write the prompts of every new ask, in order."""
+        """Start what there is room for (tuning jobs first: they reserve their evaluations), then
+        write the prompts of every new ask, in order."""
+        self.tuning.start_due()
         self._fill()
         pending, self._unrendered = self._unrendered, []
         for ask, job in pending:
@@ -217,13 +219,15 @@ class Engine:
         """Calls and evaluations a new job needs at least (planner? + coder, one evaluation)."""
         return (2 if self.settings.plan else 1), 1
 
-    def _reserved(self, exclude: Job | None = None) -> tuple[int, int]:
+    def _reserved(self, exclude: Job | None = None, tuning: bool = True) -> tuple[int, int]:
+        """Calls and evaluations the running expansions (but `exclude`) still need, plus, with
+        `tuning`, the evaluations the running tuning jobs hold back."""
         calls = evals = 0
         for job in self.jobs.values():
             if job is not exclude:
                 c, e = self._needs(job)
                 calls, evals = calls + c, evals + e
-        return calls, evals
+        return calls, evals + (self.tuning.reserved() if tuning else 0)
 
     def _after(self, stage: str) -> tuple[int, int]:
         """Calls and evaluations the shortest path still takes after `stage`'s own ask."""

@@ -64,6 +64,7 @@ class TuneJob:
     instances: list[str] = field(default_factory=list)  # every instance node this job judged
     calls: int = 0
     evals: int = 0
+    reserve: int = 0  # evaluations held back for this job when it started (expansions leave them alone)
     notes: list[str] = field(default_factory=list)  # what went wrong, in order
 
 
@@ -115,17 +116,34 @@ class Tuning:
         self.judge_s = 0.0
         self.on_gpu = False
         self.adopted: list[str] = []
+        self.due: list[str] = []  # passing candidates noted since the last start_due
 
     # ---- when ---------------------------------------------------------------------------------
 
     def consider(self, node: Node | None) -> None:
-        """Called when an expansion ends with `node`: start a tuning job when the rule says so."""
-        settings = self.engine.settings
-        if (not settings.tune or node is None or node.status != PASSED or node.action == "tune"
-                or node.tuning or not node.code or not self._ranks_high(node) or not self._can_start()):
+        """Called when an expansion ends with `node`: note it; `start_due` decides once every result
+        that arrived together was heard (so the best of a generation is tuned, not the first told)."""
+        if node is not None and node.status == PASSED and node.action != "tune" and node.code:
+            self.due.append(node.id)
+
+    def start_due(self) -> None:
+        """Start a tuning job on each noted candidate, fastest first, that ranks among the tune_top
+        fastest, is not tuned yet and finds its evaluations in the budget (called before expansions
+        are started, so the evaluations a job reserves are not handed to them)."""
+        if not self.engine.settings.tune:
+            self.due = []
             return
+        objective = self.engine.settings.objective
+        nodes = sorted((self.engine.tree[i] for i in dict.fromkeys(self.due)), key=lambda n: (-(n.speedup(objective) or 0.0), n.order))
+        self.due = []
+        for node in nodes:
+            if not node.tuning and self._ranks_high(node) and self._can_start():
+                self._start(node)
+
+    def _start(self, node: Node) -> None:
         self.started += 1
-        job = TuneJob(id=f"tune{self.started}", node_id=node.id, number=self.started)
+        job = TuneJob(id=f"tune{self.started}", node_id=node.id, number=self.started,
+                      reserve=self._reservable())
         self.jobs[job.id] = job
         node.tuning = {"job": job.id, "outcome": "templatizing"}
         self.engine._changed.add(node.id)
@@ -144,10 +162,23 @@ class Tuning:
             return float("inf")
         return int(self.engine.settings.tune_share * limit) - self.evals
 
-    def _room(self, calls: int, evals: int) -> bool:
-        """Budget for `calls` and `evals` more, beside what running expansions reserved."""
+    def reserved(self, exclude: TuneJob | None = None) -> int:
+        """Evaluations the running jobs (but `exclude`) still hold back: each its reserve less what it used."""
+        return sum(max(0, job.reserve - job.evals) for job in self.jobs.values() if job is not exclude)
+
+    def _reservable(self) -> int:
+        """What a job starting now may reserve: tune_evals, within the share and the budget that
+        running expansions and the other tuning jobs leave."""
+        _, expansions = self.engine._reserved(tuning=False)
+        free = self.engine.budget.evals_left() - expansions - self.reserved()
+        return int(max(0, min(self.engine.settings.tune_evals, self.share_left() - self.reserved(), free)))
+
+    def _room(self, calls: int, evals: int, job: TuneJob | None = None) -> bool:
+        """Budget for `calls` and `evals` more, beside what running expansions and the other tuning
+        jobs reserved (`job`'s own reserve is what it spends from)."""
         budget = self.engine.budget
-        reserved_calls, reserved_evals = self.engine._reserved()
+        reserved_calls, expansions = self.engine._reserved(tuning=False)
+        reserved_evals = expansions + self.reserved(exclude=job)
         return (budget.soft_reason() is None and budget.calls_left() >= calls + reserved_calls
                 and budget.evals_left() >= evals + reserved_evals and self.share_left() >= evals)
 
@@ -160,11 +191,10 @@ class Tuning:
         return "stopped early: no evaluation left beside what running expansions reserved"
 
     def _can_start(self) -> bool:
-        return self._room(1, 2)  # the Templatizer, the default instance and at least one more
+        return self._room(1, 2) and self._reservable() >= 2  # the Templatizer, the default instance and one more
 
     def _job_budget(self, job: TuneJob) -> int:
-        left = min(self.engine.settings.tune_evals - job.evals, self.share_left(), self.engine.budget.evals_left())
-        return int(max(0, left))
+        return int(max(0, min(job.reserve - job.evals, self.engine.budget.evals_left())))
 
     # ---- asks ---------------------------------------------------------------------------------
 
@@ -295,7 +325,7 @@ class Tuning:
         to reproduce the candidate) while the tuner proposes and the budget lasts; the job ends when
         nothing is in flight and nothing more can be asked."""
         width = self.engine.settings.tune_batch if job.state.trials else 1
-        while len(job.asked) < width and self._room(0, 1):
+        while len(job.asked) < width and self._job_budget(job) >= 1 and self._room(0, 1, job):
             proposed = job.state.ask(1)
             if not proposed:
                 break
@@ -307,7 +337,7 @@ class Tuning:
                 failure: str | None = None) -> None:
         """A template that cannot be used: ask the Templatizer again when allowed, else end."""
         job.notes.append(why)
-        if job.retries < self.engine.settings.parse_retries and self._room(1, 2):
+        if job.retries < self.engine.settings.parse_retries and self._room(1, 2, job):
             job.retries += 1
             job.feedback, job.failure = list(feedback or []), failure
             return self._ask_templatizer(job)

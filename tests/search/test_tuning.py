@@ -154,6 +154,28 @@ def test_the_tuning_share_of_the_evaluation_budget_is_kept():
     assert engine.budget.spend.evals == 6
 
 
+def test_results_told_together_tune_their_fastest_and_expansions_leave_the_share_to_it():
+    # three drafts judged in one batch, the fastest told last: the tuning starts on it once the
+    # whole batch is heard, and it reserves its evaluations before improvements are started, so a
+    # 6-evaluation run spends 3 on drafts and its tune_share (3) on tuning, none given away
+    def judge(ask):
+        params = re.search(r"^KW_PARAMS = ", ask.code, re.M)
+        return timed(instance_ms(ask.code) if params else {"c1": 0.9, "c2": 0.85, "c3": 0.8}[ask.candidate_id])
+
+    engine = make(limits=Limits(max_evals=6), drafts=3, parallel=3, iterations=3, plan=False, tune_share=0.5,
+                  tune_evals=3, tune_batch=2)
+    answers = Answers(judge=judge, codes=[code_text(128), code_text(256), code_text(512)])
+    rounds = []
+    while not engine.done:
+        asks = engine.ask()
+        rounds.append(sorted(a.agent if isinstance(a, CompletionAsk) else f"eval {a.candidate_id}" for a in asks))
+        engine.tell_many([(a.id, answers.answer(a)) for a in asks])
+    assert rounds[:3] == [["coder"] * 3, ["eval c1", "eval c2", "eval c3"], ["templatizer"]]
+    assert engine.tree["c3"].tuning["job"] == "tune1" and not engine.tree["c1"].tuning
+    assert [n.tuning["of"] for n in instances(engine)] == ["c3"] * 3
+    assert engine.snapshot()["tuning"]["evals"] == 3 and engine.budget.spend.evals == 6
+
+
 def test_no_tuning_when_the_share_leaves_less_than_two_evaluations():
     engine = make(limits=Limits(max_evals=10), tune_share=0.1)
     asked = Answers().run(engine)
