@@ -9,6 +9,8 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
   problem; the problem's other jobs wait for its measurement) reserves `unknown_share` of the
   free memory, so the first jobs of different problems can share the GPU (a suite of a hundred
   problems is not judged one problem at a time). Under-estimates are covered by the OOM retry.
+  A batch runner records the peaks its folders' verdicts already measured before it starts
+  (batch.measured_peaks). The pool waits here without holding a lane (pool._on_lane).
 - A job is admitted on a GPU when no job of any judge runs there, or when no exclusive job (an OOM
   retry) runs or waits there and `estimate + headroom <= free - reserved`, where `free` is what the free-memory
   source says now (other processes included) and `reserved` what the running jobs there were
@@ -241,12 +243,15 @@ def peak_of(verdict) -> int | None:
 
 
 def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object]):
-    """Run one evaluation (`run()` -> Verdict) on `gpu` once admitted; record its measured peak; an
-    OOM while sharing the GPU is judged again alone once, and the verdict says which it was."""
+    """Run one evaluation (`run()` -> Verdict, or None when it was cancelled) on `gpu` once admitted;
+    record its measured peak; an OOM while sharing the GPU is judged again alone once, and the
+    verdict says which it was."""
     from .verdict import INFO, Flag
 
     with admission.admitted(gpu, key) as seat:
         verdict = run()
+        if verdict is None:  # cancelled while it waited: nothing ran
+            return None
         admission.record(key, peak_of(verdict))  # before the seat is given up: the problem's waiting jobs need it
     _note_wait(verdict, seat.waited_s)
     if not is_oom(verdict):

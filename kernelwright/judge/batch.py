@@ -212,6 +212,8 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
             atomic_write(verdict_path(path), _bad_request(path, str(exc)).to_json())
             judged.append(request_name(path))
     pool = pool or JudgePool(base)
+    for key, peak in measured_peaks(folders, base).items():
+        pool.admission.record(key, peak)
     lane = baseline_lane.start(jobs, pool, baseline_lanes, log)
     try:
         for index, verdict in pool.iter_judge(jobs):
@@ -225,6 +227,29 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
         if lane is not None:
             lane.stop()
     return judged
+
+
+def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict[str, int]:
+    """Memory key -> the largest GPU peak that the verdicts already in `folders` measured for it
+    (admission.memory_key of their requests): a runner started again on a folder admits its
+    problems by what they used, not as unknown problems one share of the GPU at a time."""
+    from .admission import PEAK_KEY, memory_key
+    from .api import text_of
+
+    peaks: dict[str, int] = {}
+    for folder in folders:
+        for request in Path(folder).glob(f"*{REQUEST_SUFFIX}"):
+            try:
+                peak = json.loads(verdict_path(request).read_text()).get("environment", {}).get(PEAK_KEY)
+                if not isinstance(peak, int) or peak <= 0:
+                    continue
+                job = read_request(request, base)
+                config = job.config or JudgeConfig()
+                key = memory_key(text_of(job.problem), config.overrides, config.device)
+            except (OSError, ValueError, AttributeError, BatchError):
+                continue  # no verdict yet, or a file that cannot be read: nothing known
+            peaks[key] = max(peak, peaks.get(key, 0))
+    return peaks
 
 
 def record_device(folder: Path, log=None) -> None:

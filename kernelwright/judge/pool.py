@@ -42,6 +42,8 @@ from .verdict import ERROR, Verdict
 # evaluations at once on one GPU: enough to hide a worker's start-up, imports and correctness
 # work behind another's timing; each holds its trials' reference outputs in GPU memory
 DEFAULT_PER_GPU = 4
+# threads per lane: the jobs that wait for GPU memory admission (holding no lane) beside those that run
+WAITING_PER_LANE = 4
 
 
 @dataclass
@@ -109,7 +111,8 @@ class JudgePool:
         self._guard = threading.Lock()
         self._compilers: ThreadPoolExecutor | None = None
         self._evaluators: ThreadPoolExecutor | None = None
-        self._lanes: queue.Queue | None = None
+        self._slots: dict[str, queue.Queue] = {}  # device ("" without a GPU) -> its free lanes' environments
+        self._assigned: dict[str, int] = {}  # device -> jobs given to it and not finished (running or waiting)
         # warm starts: evaluations forked from a server that imported torch once (None: unless
         # $KW_JUDGE_WARM=0); the launcher is made with the executors
         self.warm = warm
@@ -198,10 +201,15 @@ class JudgePool:
         with self._guard:
             if self._evaluators is None:
                 envs = self._lane_envs()
-                self._lanes = queue.Queue()
+                self._slots, self._assigned = {}, {}
                 for env in envs:
-                    self._lanes.put(env)
-                self._evaluators = ThreadPoolExecutor(len(envs), thread_name_prefix="kw-judge-lane")
+                    device = env.get("CUDA_VISIBLE_DEVICES", "")
+                    self._slots.setdefault(device, queue.Queue()).put(env)
+                    self._assigned.setdefault(device, 0)
+                # a job waits for memory admission without a lane, so there are more threads than
+                # lanes: the jobs behind it that fit take the free lanes meanwhile
+                threads = len(envs) * (WAITING_PER_LANE if "" not in self._slots else 1)
+                self._evaluators = ThreadPoolExecutor(threads, thread_name_prefix="kw-judge-lane")
                 self._compilers = ThreadPoolExecutor(self.compile_workers, thread_name_prefix="kw-judge-compile")
             return self._compilers, self._evaluators
 
@@ -248,24 +256,49 @@ class JudgePool:
             return None
 
     def _evaluate(self, job: JudgeJob, future: Future, precompile_s: float | None = None) -> None:
-        """Evaluate on a free lane; the precompile's process time joins the verdict's stage times."""
-        if not future.set_running_or_notify_cancel():
+        """Evaluate on the least busy device, once admitted there, on one of its lanes; the
+        precompile's process time joins the verdict's stage times."""
+        if future.cancelled():
             return
         config = job.config or self.config
-        env = self._lanes.get()
+        device = self._assign()
         try:
+            verdict = self._admitted_run(job, config, device, future)
+        except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
+            verdict = _internal_error(job, exc)
+            if not future.running() and not future.set_running_or_notify_cancel():
+                verdict = None  # cancelled meanwhile: no one waits for it
+        finally:
+            with self._guard:
+                self._assigned[device] -= 1
+        if verdict is None:  # cancelled before it reached a lane
+            return
+        if precompile_s is not None:
+            verdict.stage_seconds["precompile"] = round(precompile_s, 3)
+        future.set_result(verdict)
+
+    def _assign(self) -> str:
+        """The device with the fewest jobs given to it (running or waiting for room)."""
+        with self._guard:
+            device = min(self._assigned, key=lambda d: (self._assigned[d], d))
+            self._assigned[device] += 1
+            return device
+
+    def _on_lane(self, job: JudgeJob, config: JudgeConfig, device: str, future: Future) -> Verdict | None:
+        """Run the evaluation on a free lane of `device` (waiting for one); None when `future` was
+        cancelled before: an evaluation starts, and can no longer be cancelled, on its lane."""
+        slots = self._slots[device]
+        env = slots.get()
+        try:
+            if not future.running() and not future.set_running_or_notify_cancel():
+                return None
             job_env = dict(env)
             arch = self._arch(config)
             if arch:  # the arch phase A built for, or the build hash differs
                 job_env["TORCH_CUDA_ARCH_LIST"] = arch
-            verdict = self._admitted_run(job, config, job_env)
-        except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
-            verdict = _internal_error(job, exc)
+            return self._run(job, config, job_env, phase="evaluate")
         finally:
-            self._lanes.put(env)
-        if precompile_s is not None:
-            verdict.stage_seconds["precompile"] = round(precompile_s, 3)
-        future.set_result(verdict)
+            slots.put(env)
 
     def _warm_launcher(self):
         """The pool's fork server, started with its first evaluation (None: warm starts are off)."""
@@ -274,10 +307,10 @@ class JudgePool:
                 self._launcher = api.warm_launcher(self.config, force=self.warm is True)
             return self._launcher
 
-    def _admitted_run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str]) -> Verdict:
-        """Evaluate; on a GPU lane only once the job's memory fits (see judge/admission.py)."""
-        gpu = env.get("CUDA_VISIBLE_DEVICES", "")
-        run = lambda: self._run(job, config, env, phase="evaluate")  # noqa: E731
+    def _admitted_run(self, job: JudgeJob, config: JudgeConfig, gpu: str, future: Future) -> Verdict | None:
+        """Evaluate; on a GPU only once the job's memory fits (see judge/admission.py), waiting
+        for that without holding a lane (None: cancelled meanwhile)."""
+        run = lambda: self._on_lane(job, config, gpu, future)  # noqa: E731
         if not gpu:
             return run()
         key = memory_key(text_of(job.problem), config.overrides, config.device)

@@ -175,3 +175,47 @@ def test_cpu_lanes_are_not_admitted_by_memory():
     with pool:
         verdicts = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "c0"))])
     assert verdicts[0].status == PASS
+
+
+class TimedPool(JudgePool):
+    """Evaluations replaced by a fake that sleeps (1 s for a candidate named "long", 0.1 s else),
+    measures a peak of 1 GiB and records when each ended."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lock, self.ended = threading.Lock(), {}
+
+    def _run(self, job, config, env, phase):
+        time.sleep(1.0 if job.candidate.name.startswith("long") else 0.1)
+        with self.lock:
+            self.ended[job.candidate.name] = time.monotonic()
+        return Verdict(problem=job.problem.name, candidate=job.candidate.name, status=PASS,
+                       environment={PEAK_KEY: GIB})
+
+
+def test_a_job_waiting_for_room_does_not_hold_a_lane_other_jobs_could_use():
+    # two lanes; problem a's second job waits for its first job's measurement: meanwhile the
+    # other problems' jobs run on the free lane instead of queueing behind it
+    pool = TimedPool(JudgeConfig(device="cuda"), gpus=[0], per_gpu=2, warm=False, precompile=False,
+                     free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: 0)
+    a = SourceText("class Model: pass  # a", "a")
+    jobs = [JudgeJob(a, SourceText("x", "long1")), JudgeJob(a, SourceText("y", "long2"))]
+    jobs += [JudgeJob(SourceText(f"class Model: pass  # {p}", p), SourceText("z", f"short-{p}")) for p in "bcd"]
+    with pool:
+        verdicts = pool.judge_many(jobs)
+    assert all(v.status == PASS for v in verdicts)
+    shorts = [pool.ended[f"short-{p}"] for p in "bcd"]
+    assert max(shorts) < pool.ended["long1"], "the short jobs queued behind a job that waited for room"
+
+
+def test_a_gpu_job_waiting_for_a_lane_can_still_be_cancelled():
+    pool = TimedPool(JudgeConfig(device="cuda"), gpus=[0], per_gpu=1, warm=False, precompile=False,
+                     free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: 0)
+    with pool:
+        busy = pool.submit_job(JudgeJob(SourceText("class Model: pass", "a"), SourceText("x", "long1")))
+        time.sleep(0.2)
+        waiting = pool.submit_job(JudgeJob(SourceText("class Model: pass  # b", "b"), SourceText("y", "short-b")))
+        time.sleep(0.2)  # it has a thread and its memory admitted, but the only lane is busy
+        assert waiting.cancel()
+        assert busy.result(timeout=10).status == PASS
+    assert "short-b" not in pool.ended

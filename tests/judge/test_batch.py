@@ -152,3 +152,19 @@ def test_cli_judge_batch_retry_errors(tmp_path, monkeypatch):
     assert sorted(fakes[0].names) == ["new", "oom"]
     refused = CliRunner().invoke(app, ["judge", "--retry-errors"])
     assert refused.exit_code == 2 and "--batch" in refused.output
+
+
+def test_a_runner_starts_knowing_the_peaks_its_folder_already_measured(tmp_path):
+    from kernelwright.judge.admission import GIB, PEAK_KEY, memory_key
+    from kernelwright.judge.batch import measured_peaks
+
+    problem = SourceText("class Model: pass", "p")
+    config = JudgeConfig(overrides={"n": 4})
+    for name, peak in (("c1", 3 * GIB), ("c2", 5 * GIB), ("c3", None)):
+        write_request(tmp_path, name, problem, "x = 1", config)
+        if peak is not None:
+            (tmp_path / f"{name}{VERDICT_SUFFIX}").write_text(json.dumps({"environment": {PEAK_KEY: peak}}))
+    write_request(tmp_path, "other", SourceText("class Model: pass  # another", "q"), "x = 1", config)
+    (tmp_path / f"other{VERDICT_SUFFIX}").write_text("{not json")
+    key = memory_key(problem.text, {"n": 4}, config.device)  # as the pool keys the job of c1
+    assert measured_peaks([tmp_path]) == {key: 5 * GIB}
