@@ -4,7 +4,7 @@
 # subset (--problems N) for a short GPU call.
 #
 #   bash bench/suite_gpu.sh prepare [--problems N] [--max-evals E] [SUITE_DIR]   # CPU: the requests
-#   bash bench/suite_gpu.sh gpu [--limit-s S] [--profile-s P] SUITE_DIR-round1.tar # GPU: judge within S s
+#   bash bench/suite_gpu.sh gpu [--limit-s S] [--profile-s P] [--retry-errors] TAR # GPU: judge within S s
 #   bash bench/suite_gpu.sh finish VERDICTS.tar [SUITE_DIR [REPORT_DIR]]          # CPU: store, report
 #
 # prepare: `kernelwright optimize PROBLEMS --eval batch --target h100` without an LLM. PROBLEMS is
@@ -19,7 +19,12 @@
 # gpu: bench/batch_gpu.sh with a wall-clock limit S (default 150 s, all included) and a profiling
 #   budget P (default 0: no ncu). Records the device (device.json), judges by priority until done
 #   or the limit, and packs every verdict written into $OUT/verdicts.tar. Verdicts are written as
-#   they complete: the limit loses only those in flight.
+#   they complete: the limit loses only those in flight. --retry-errors (KW_RETRY_ERRORS=1 for
+#   bench/batch_gpu.sh) also judges again, once, the requests whose verdict is a system error (out
+#   of GPU memory on a shared GPU, a baseline out of memory, an internal judge error): TAR must
+#   then hold those verdicts too (a tar of SUITE_DIR/evals as it stands after `finish`, e.g.
+#   `tar -cf SUITE_DIR-retry.tar -C "$(dirname SUITE_DIR)" "$(basename SUITE_DIR)/evals"`), and
+#   `finish` puts the new verdicts in place; the suite's resume takes them (docs/report.md).
 # finish: unpacks the verdicts next to the requests, resumes the suite (stores every verdict that
 #   came back, writes the next round's requests) and writes the report (JSON, Markdown, HTML) into
 #   REPORT_DIR (default SUITE_DIR/report). Its first lines say how much of the requested work was
@@ -33,7 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 KB="${KW_KERNELBENCH:-../shared/kernelbench}"
-usage="usage: bash bench/suite_gpu.sh prepare [--problems N] [--max-evals E] [SUITE_DIR] | gpu [--limit-s S] [--profile-s P] TAR | finish VERDICTS.tar [SUITE_DIR [REPORT_DIR]]"
+usage="usage: bash bench/suite_gpu.sh prepare [--problems N] [--max-evals E] [SUITE_DIR] | gpu [--limit-s S] [--profile-s P] [--retry-errors] TAR | finish VERDICTS.tar [SUITE_DIR [REPORT_DIR]]"
 what="${1:-}"
 shift || true
 case "$what" in
@@ -89,6 +94,7 @@ EOF
       case "$1" in
         --limit-s) LIMIT="${2:?$usage}"; shift 2 ;;
         --profile-s) PROFILE="${2:?$usage}"; shift 2 ;;
+        --retry-errors) export KW_RETRY_ERRORS=1; shift ;;
         -*) echo "$usage" >&2; exit 2 ;;
         *) break ;;
       esac

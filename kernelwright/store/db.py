@@ -340,19 +340,23 @@ class RunStore:
         stamp = now()
         with self._tx() as c:
             for node in nodes:
-                c.execute(
-                    "INSERT INTO candidates (run_id, id, parent_id, search_parent, action, status, plan,"
-                    " approach_key, code, code_hash, speedup, value, visits, value_sum, depth, reason,"
-                    " node, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                    " ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status,"
-                    " search_parent = excluded.search_parent,"
-                    " speedup = excluded.speedup, value = excluded.value, visits = excluded.visits,"
-                    " value_sum = excluded.value_sum, reason = excluded.reason, node = excluded.node,"
-                    " updated = excluded.updated",
-                    (run_id, node["id"], node.get("parent_id"), node.get("search_parent"), node["action"],
-                     node["status"], node.get("plan"), node.get("approach_key"), node.get("code"),
-                     node.get("code_hash"), node.get("speedup"), node.get("value"), node.get("visits"),
-                     node.get("value_sum"), node.get("depth"), node.get("reason"), _dumps(node), stamp, stamp))
+                self._upsert_candidate(c, run_id, node, stamp)
+
+    @staticmethod
+    def _upsert_candidate(c: sqlite3.Connection, run_id: str, node: dict[str, Any], stamp: str) -> None:
+        c.execute(
+            "INSERT INTO candidates (run_id, id, parent_id, search_parent, action, status, plan,"
+            " approach_key, code, code_hash, speedup, value, visits, value_sum, depth, reason,"
+            " node, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (run_id, id) DO UPDATE SET status = excluded.status,"
+            " search_parent = excluded.search_parent,"
+            " speedup = excluded.speedup, value = excluded.value, visits = excluded.visits,"
+            " value_sum = excluded.value_sum, reason = excluded.reason, node = excluded.node,"
+            " updated = excluded.updated",
+            (run_id, node["id"], node.get("parent_id"), node.get("search_parent"), node["action"],
+             node["status"], node.get("plan"), node.get("approach_key"), node.get("code"),
+             node.get("code_hash"), node.get("speedup"), node.get("value"), node.get("visits"),
+             node.get("value_sum"), node.get("depth"), node.get("reason"), _dumps(node), stamp, stamp))
 
     def candidates(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM candidates WHERE run_id = ? ORDER BY created, rowid",
@@ -374,10 +378,12 @@ class RunStore:
                    verdict.get("device"), _dumps(verdict), now()))
 
     def amend_verdict(self, run_id: str, candidate_id: str, verdict: dict[str, Any], payload: dict[str, Any],
-                      elapsed_s: float | None) -> int:
+                      elapsed_s: float | None, node: dict[str, Any] | None = None) -> int:
         """A verdict judged again replaces the candidate's stored one under its rule set, in place
         (the order of evaluations stays), with an "amend" journal entry carrying `payload` (what
-        a replay tells the engine) and an event, in one transaction. Returns the journal sequence."""
+        a replay tells the engine) and an event, in one transaction; `node`, when given, is the
+        candidate's row as it follows (a run without an engine: the template tuner's instance),
+        upserted in the same transaction. Returns the journal sequence."""
         rules, speedup, timing = verdict_rules(verdict), verdict.get("speedup") or {}, verdict.get("timing") or {}
         with self._tx() as c:
             updated = c.execute(
@@ -388,6 +394,8 @@ class RunStore:
                  run_id, candidate_id, rules)).rowcount
             if not updated:
                 self._save_verdict(c, run_id, candidate_id, verdict)
+            if node is not None:
+                self._upsert_candidate(c, run_id, node, now())
             cursor = c.execute("INSERT INTO journal (run_id, kind, ask_id, payload, elapsed_s, created)"
                                " VALUES (?,?,?,?,?,?)", (run_id, "amend", payload.get("ask_id"), _dumps(payload),
                                                          elapsed_s, now()))

@@ -8,7 +8,8 @@ looked at, `VerdictsPending` is raised naming them. The tuner stops there; the r
 answers) asks the same configurations again and finds their verdicts.
 
 Verdicts found in a call that still has pending ones are handed to `on_found` at once, so a
-partly judged round is stored (and reported) before the pause. Request names are
+partly judged round is stored (and reported) before the pause; so are the call's configurations
+the cache answered (a resumed session's best instance counts them, as a complete round would). Request names are
 PREFIX + template + the instance's hash: stable across sessions and unique in a folder shared by
 several runs; a request's priority is the instance's position in its run, so a runner with little
 time judges every problem's first instances before anyone's later ones.
@@ -22,6 +23,12 @@ from .evaluate import JudgeEvaluator, Measurement, _stem, instance_hash
 from .template import Template
 
 BATCH_DEVICE = "batch"  # the cache's device key: the judging device is not this machine
+
+
+def request_name(prefix: str, template_name: str, ihash: str) -> str:
+    """The name of an instance's request (and verdict) file in a batch folder: PREFIX + template +
+    the instance's hash (tune.evaluate.instance_hash of its source)."""
+    return f"{prefix}{_stem(template_name)}_{ihash}"
 
 
 class VerdictsPending(Exception):
@@ -50,7 +57,7 @@ class BatchTemplateEvaluator(JudgeEvaluator):
         self.asked = 0  # configurations looked at so far in this session: the requests' priority
 
     def request_name(self, template: Template, source: str) -> str:
-        return f"{self.prefix}{_stem(template.name)}_{instance_hash(source)}"
+        return request_name(self.prefix, template.name, instance_hash(source))
 
     def evaluate(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]:
         results: list[Measurement] = []
@@ -62,6 +69,7 @@ class BatchTemplateEvaluator(JudgeEvaluator):
                 if self.cache is not None else None
             if hit is not None:
                 results.append(Measurement.from_dict({**hit, "cached": True}))
+                found_now.append((params, None, results[-1]))
                 continue
             source = template.instantiate(params)
             verdict = self._verdict(template, source)
@@ -75,8 +83,8 @@ class BatchTemplateEvaluator(JudgeEvaluator):
             results.append(measurement)
         if waiting:
             if self.on_found is not None:  # a partly judged round: what came back is stored now
-                for params, source, measurement in found_now:
-                    self.on_found(template, params, source, measurement)
+                for params, source, measurement in found_now:  # (and what the cache answered, told again)
+                    self.on_found(template, params, source or template.instantiate(params), measurement)
             raise VerdictsPending(self.folder, waiting)
         return results
 

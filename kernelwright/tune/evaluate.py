@@ -186,20 +186,26 @@ class JudgeEvaluator:
             yield from enumerate(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
 
     def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
-        timing = verdict.timing
+        m = measured(params, verdict, ihash)
         resources = verdict_resources(verdict)
-        device_s, judge_s = verdict_seconds(verdict)
-        m = Measurement(
-            params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
-            time_ms=timing.median_ms if (timing and verdict.passed) else None,
-            method=timing.method if timing else "", note=timing.note if timing else "",
-            resources=[r.to_dict() for r in resources], verdict=verdict.to_dict(), instance_hash=ihash,
-            device_s=device_s, judge_s=judge_s,
-        )
         why = resource_violation(resources, self.limits, self.allow_spills) if resources else None
         if why:
             m.status, m.stage, m.error, m.time_ms = PRUNED, "compiled", why, None
         return m
+
+
+def measured(params: dict[str, Any], verdict, ihash: str) -> Measurement:
+    """What a judge verdict (judge.verdict.Verdict) says of one instance, before any pruning for a
+    device's limits: its status, its median time when it passed, its resources and cost."""
+    timing = verdict.timing
+    device_s, judge_s = verdict_seconds(verdict)
+    return Measurement(
+        params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
+        time_ms=timing.median_ms if (timing and verdict.passed) else None,
+        method=timing.method if timing else "", note=timing.note if timing else "",
+        resources=[r.to_dict() for r in verdict_resources(verdict)], verdict=verdict.to_dict(), instance_hash=ihash,
+        device_s=device_s, judge_s=judge_s,
+    )
 
 
 def judge_context(problem_path: str | Path, config) -> str:

@@ -16,6 +16,12 @@ instances stored before come from the store, verdicts found in the folder are st
 round's requests are written. Requests are built at the problem's real sizes (never shrunk: they
 are judged on the GPU), pruned for the `--target` device (else the H100's limits).
 
+A verdict judged again after a system error (`kernelwright judge --batch FOLDER --retry-errors`) is
+taken on `--resume`, finished run or not (search/drivers/rejudged.py, the rule of LLM runs): the
+instance's stored verdict, status, speedup and measurement are replaced and an "amend" entry is
+journaled, before the tuner is replayed, so its measured time and the best instance follow (and a
+later round may differ, as it would have on that verdict).
+
 Limits: `max_evals` is the number of instances (default 16); `max_minutes` is active time, checked
 before each instance but the first, so no instance starts after the limit and a run ends at most
 one instance's judging after it. Each instance records the active time at which it was stored. An instance
@@ -155,7 +161,8 @@ class AutotuneSession:
         self.record(step.params, step.source, step.measurement, step.template_name)
 
     def on_found(self, template, params: dict, source: str, measurement) -> None:
-        """A verdict of a partly judged batch round: stored now, before the run pauses."""
+        """An instance of a partly judged batch round (a verdict found now, or one the store
+        answered): stored now when new, and counted for the best, before the run pauses."""
         self.record(params, source, measurement, template.name)
 
     def record(self, params: dict, source: str, measurement_obj, template_name: str) -> None:
@@ -369,6 +376,46 @@ def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> 
                          budget, int(settings.get("seed") or 0), workers,
                          elapsed_before=float((run.get("spend") or {}).get("elapsed_s") or 0.0))
             _evaluation(plan, settings, run, options)
+            take_rejudged(store, plan)
             return AutotuneSession(store, plan, on_progress).tune()
     finally:
         lock.release()
+
+
+def take_rejudged(store, plan: _Plan) -> list:
+    """The run's instances whose stored verdict is a system error and whose batch verdict file was
+    judged again since (rejudged.find): each one's verdict, row and measurement amended and journaled
+    in one transaction. Returns the amendments (none outside batch runs)."""
+    from kernelwright.tune.batch_eval import request_name
+    from kernelwright.tune.evaluate import instance_hash
+
+    from . import rejudged
+
+    if plan.eval_mode != "batch":
+        return []
+    rows = {row["id"]: row for row in store.candidates(plan.run_id)
+            if row["action"] == "tune" and "measurement" in (row.get("node") or {})}
+    requested = [rejudged.Requested(None, cid, request_name(plan.prefix, row["approach_key"] or "",
+                                                            row["node"]["measurement"].get("instance_hash")
+                                                            or instance_hash(row["code"] or "")))
+                 for cid, row in rows.items()]
+    found = rejudged.find(store, plan.run_id, plan.batch_dir, requested)
+    for amendment in found:
+        store.amend_verdict(plan.run_id, amendment.candidate_id, amendment.verdict, amendment.payload(),
+                            plan.elapsed_before, node=_amended_row(rows[amendment.candidate_id]["node"], amendment))
+    return found
+
+
+def _amended_row(node: dict[str, Any], amendment) -> dict[str, Any]:
+    """An instance's stored row as its verdict judged again says (a pruned instance stays pruned:
+    the same code breaks the device's limits whatever its timing)."""
+    from kernelwright.tune.evaluate import PRUNED, Measurement, measured
+
+    before = Measurement.from_dict(node["measurement"])
+    after = measured(before.params, amendment.judged, before.instance_hash)
+    if before.status == PRUNED:
+        after.status, after.stage, after.error, after.time_ms = PRUNED, before.stage, before.error, None
+    measurement = after.to_dict()
+    measurement.pop("verdict", None)
+    return {**node, "status": STATUS_OF.get(after.status, "fail"), "speedup": _speedup(amendment.verdict),
+            "reason": after.error or "", "measurement": measurement}

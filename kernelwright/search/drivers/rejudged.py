@@ -9,6 +9,11 @@ replaced in place and an "amend" entry is journaled (store.RunStore.amend_verdic
 engine hears it (`Engine.amend`): the node's status and speedups, the tree, the best candidate and
 the report follow. A replay tells the engine the journaled amendment, never the folder, so a later
 resume replays the same. The candidate's own verdict (correct, or its fault) is never replaced.
+
+The template autotuner's runs (search/drivers/autotune.py, no engine) take them by the same rule
+(`find` over their instances' requests): the store's verdict, the instance's row and measurement
+are replaced in one transaction with the same "amend" entry, and the tuner, replayed from the
+store, follows (its measured time, its best instance).
 """
 from __future__ import annotations
 
@@ -24,12 +29,22 @@ from ..results import EvalResult
 
 
 @dataclass(frozen=True)
+class Requested:
+    """A stored evaluation and the name of its request in the batch folder."""
+
+    ask_id: str | None  # None: a run without asks (the template tuner's instances)
+    candidate_id: str
+    name: str  # the request's name: its verdict file is NAME + batch.VERDICT_SUFFIX
+
+
+@dataclass(frozen=True)
 class Amendment:
-    ask_id: str
+    ask_id: str | None
     candidate_id: str
     verdict: dict[str, Any]  # the verdict judged again, as the store keeps it
     result: EvalResult  # what the engine hears
     replaced: str  # why the stored verdict was a system error
+    judged: Verdict  # the verdict judged again, as read
 
     def payload(self) -> dict[str, Any]:
         """The journal entry's payload: what a replay tells the engine."""
@@ -43,24 +58,28 @@ def stored_system_error(verdict: dict[str, Any]) -> str | None:
     return batch.verdict_system_error(verdict)
 
 
-def find(store, run_id: str, folder: Path, prefix: str = "") -> list[Amendment]:
-    """The run's evaluations whose stored verdict a re-judged verdict file in `folder` replaces."""
+def asked(store, run_id: str, prefix: str = "") -> list[Requested]:
+    """The evaluations an engine asked for (request NAME: PREFIX + candidate id)."""
+    return [Requested(ask["id"], ask["candidate_id"], f"{prefix}{ask['candidate_id']}") for ask in store.asks(run_id)
+            if ask["kind"] == "evaluation" and ask.get("candidate_id") and ask.get("result") is not None]
+
+
+def find(store, run_id: str, folder: Path, requested: list[Requested]) -> list[Amendment]:
+    """The stored verdicts of `requested` that a re-judged verdict file in `folder` replaces."""
     found = []
-    for ask in store.asks(run_id):
-        cid = ask.get("candidate_id")
-        if ask["kind"] != "evaluation" or not cid or ask.get("result") is None:
-            continue
-        stored = store.verdict(run_id, cid)
+    for item in requested:
+        stored = store.verdict(run_id, item.candidate_id)
         why = stored_system_error(stored) if stored else None
-        new = _rejudged(folder / f"{prefix}{cid}{batch.VERDICT_SUFFIX}") if why else None
+        new = _rejudged(folder / f"{item.name}{batch.VERDICT_SUFFIX}") if why else None
         if new is not None and json.loads(new.to_json()) != stored:
-            found.append(Amendment(ask["id"], cid, json.loads(new.to_json()), EvalResult.from_verdict(new), why))
+            found.append(Amendment(item.ask_id, item.candidate_id, json.loads(new.to_json()),
+                                   EvalResult.from_verdict(new), why, new))
     return found
 
 
 def apply(store, run_id: str, engine, folder: Path, prefix: str, elapsed_s: float) -> list[Amendment]:
     """Store and journal each amendment, then tell the engine (the order a replay follows)."""
-    found = find(store, run_id, folder, prefix)
+    found = find(store, run_id, folder, asked(store, run_id, prefix))
     for amendment in found:
         store.amend_verdict(run_id, amendment.candidate_id, amendment.verdict, amendment.payload(), elapsed_s)
         engine.amend(amendment.candidate_id, amendment.result)
