@@ -28,7 +28,7 @@ LOG_LIMIT = 1 << 20
 
 
 @dataclass
-class Answer:
+class DaemonAnswer:
     """What the daemon answered: the verdict (a dict), or None and why not (`note`)."""
 
     verdict: dict[str, Any] | None
@@ -49,21 +49,21 @@ def address(config) -> tuple[Path, str]:
     return socket_path(cache, digest), digest
 
 
-def judge_through_daemon(problem: Path, candidate: Path, config, idle_s: float) -> Answer:
+def judge_through_daemon(problem: Path, candidate: Path, config, idle_s: float) -> DaemonAnswer:
     """The verdict from the daemon of this key (started when none runs), else None and why."""
     config.cache_dir = str(cache_dir_of(config))  # the daemon must not resolve it from another folder
     try:
         path, digest = address(config)
     except DaemonUnavailable as exc:
-        return Answer(None, str(exc))
+        return DaemonAnswer(None, str(exc))
     request = {"op": "judge", "digest": digest, "problem": str(problem.resolve()),
                "candidate": str(candidate.resolve()), "config": config.to_dict()}
-    answer = Answer(None, "no attempt")
+    answer = DaemonAnswer(None, "no attempt")
     for _ in range(2):  # a stale daemon is replaced once
         try:
             conn = connect(path) or start_and_connect(path, digest, idle_s)
         except DaemonUnavailable as exc:
-            return Answer(None, str(exc))
+            return DaemonAnswer(None, str(exc))
         answer = ask(conn, request, backstop_s(config))
         if not answer.stale:
             return answer
@@ -135,7 +135,7 @@ def backstop_s(config) -> float:
     return 2 * (3 * config.compile_timeout_s + 3 * config.timeout_s) + 600.0
 
 
-def ask(conn: socket.socket, request: dict[str, Any], timeout_s: float) -> Answer:
+def ask(conn: socket.socket, request: dict[str, Any], timeout_s: float) -> DaemonAnswer:
     """Send one request; the verdict, or why there is none."""
     pid = None
     with conn, conn.makefile("rb") as reader:
@@ -148,23 +148,23 @@ def ask(conn: socket.socket, request: dict[str, Any], timeout_s: float) -> Answe
             pid = first["accepted"]
             final = receive(reader)
         except socket.timeout:
-            return Answer(None, f"the judge daemon (pid {pid}) gave no verdict within {timeout_s:g} s")
+            return DaemonAnswer(None, f"the judge daemon (pid {pid}) gave no verdict within {timeout_s:g} s")
         except (OSError, ValueError) as exc:
             final, why = None, f"{type(exc).__name__}: {exc}"
         else:
             why = "it crashed or was killed"
     if final is None or "verdict" not in final:
         detail = (final or {}).get("error") or why
-        return Answer(None, f"the judge daemon (pid {pid}) ended before it gave a verdict ({detail})")
-    return Answer(final["verdict"], f"judged by the judge daemon (pid {pid})")
+        return DaemonAnswer(None, f"the judge daemon (pid {pid}) ended before it gave a verdict ({detail})")
+    return DaemonAnswer(final["verdict"], f"judged by the judge daemon (pid {pid})")
 
 
-def refused(message: dict[str, Any] | None) -> Answer:
+def refused(message: dict[str, Any] | None) -> DaemonAnswer:
     if message is None:
-        return Answer(None, "the judge daemon closed the connection without answering")
+        return DaemonAnswer(None, "the judge daemon closed the connection without answering")
     if "stale" in message:
-        return Answer(None, f"a stale judge daemon was replaced: {message['stale']}", stale=True)
-    return Answer(None, f"the judge daemon refused the request: {message.get('error', message)}")
+        return DaemonAnswer(None, f"a stale judge daemon was replaced: {message['stale']}", stale=True)
+    return DaemonAnswer(None, f"the judge daemon refused the request: {message.get('error', message)}")
 
 
 def wait_gone(path: Path) -> None:
