@@ -16,11 +16,16 @@ the problems' eager and torch.compile baselines already cached.
 3. Runs `python -m kernelwright judge PROBLEM CANDIDATE --json` for the 17 candidates one after
    another (a problem's candidates together, as a search session judges them), each timed
    wall-clock around the whole command.
+   By default each call goes through the user's judge daemon (kernelwright/judge/daemon.py), the
+   path a user gets: the first call starts it (and its fork server's imports), the later ones are
+   forked warm from it. `--no-daemon` measures the old path (every call judges in its own
+   process: KW_JUDGE_DAEMON=0). The daemons the calls used are stopped at the end.
 4. Writes $OUT/cli_sequence.json and .md: each call's wall time, exit code, status, stage, the
    verdict's stage_seconds (imports, reference, check, time, baselines, overhead, ...), the time
    outside the worker (CLI start-up, sandbox, admission), whether its baselines came from the
-   cache, and the total against the target: PASS (all 17 judged, every one passing, total under
-   the target), FAIL otherwise (the reason is printed).
+   cache, whether it was served warm (forked from a fork server) and by which daemon (pid, its
+   request number), and the total against the target: PASS (all 17 judged, every one passing,
+   total under the target), FAIL otherwise (the reason is printed).
 
 The baselines at full size take minutes: `--phase baselines --work DIR` then `--phase judge --work
 DIR` splits the run in two commands (same machine, same judge cache: KW_CACHE_DIR).
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +52,7 @@ from evidence_common import REPO, out_dir, print_table, write_json  # noqa: E402
 from template_candidates import prepare  # noqa: E402
 
 CALL_LIMIT_S = 900
+DAEMON_ENV: dict[str, str] = {}  # {"KW_JUDGE_DAEMON": "0"} with --no-daemon
 
 
 def parse_args():
@@ -58,11 +65,13 @@ def parse_args():
     parser.add_argument("--phase", choices=("all", "baselines", "judge"), default="all",
                         help="baselines: pick the problems, write the candidates and cache the baselines, then stop; "
                              "judge: the 17 timed calls on what an earlier baselines phase left in --work")
+    parser.add_argument("--no-daemon", action="store_true", help="judge every call in its own process "
+                        "(KW_JUDGE_DAEMON=0), the path before the judge daemon")
     return parser.parse_args()
 
 
 def cli(*args: str, device: str) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, **({"TRITON_INTERPRET": "1"} if device == "cpu" else {})}
+    env = {**os.environ, **({"TRITON_INTERPRET": "1"} if device == "cpu" else {}), **DAEMON_ENV}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kernelwright", *args], capture_output=True, text=True,
                           timeout=CALL_LIMIT_S, cwd=REPO, env=env)
@@ -97,10 +106,28 @@ def judge_call(problem: dict, candidate: dict, device: str) -> dict:
     process = verdict.get("process") or {}
     baselines = verdict.get("baselines") or {}
     worker = process.get("wall_s")
+    isolation = process.get("isolation") or {}
+    daemon = isolation.get("daemon") or {}
+    notes = [f.get("message", "") for f in verdict.get("flags") or [] if f.get("code") == "judge_note"]
     return {**row, "status": verdict.get("status"), "stage": verdict.get("stage"),
             "error": (verdict.get("error") or "")[:300], "stage_seconds": verdict.get("stage_seconds") or {},
             "worker_wall_s": worker, "outside_worker_s": round(seconds - worker, 2) if worker else None,
-            "baselines_cached": baselines.get("cached"), "start": (process.get("isolation") or {}).get("start", "")}
+            "baselines_cached": baselines.get("cached"), "start": isolation.get("start", ""),
+            "warm": isolation.get("start", "").startswith("warm"), "daemon_pid": daemon.get("pid"),
+            "daemon_request": daemon.get("request"), "daemon_uptime_s": daemon.get("uptime_s"),
+            "judge_notes": notes}
+
+
+def stop_daemons(rows: list[dict]) -> list[int]:
+    """End the daemons the calls used (SIGTERM: each stops its pool and fork server), so the run
+    leaves nothing behind."""
+    pids = sorted({r["daemon_pid"] for r in rows if r.get("daemon_pid")})
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pids
 
 
 def summary(rows: list[dict], target_s: float, expected: int) -> tuple[str, str, float]:
@@ -112,6 +139,16 @@ def summary(rows: list[dict], target_s: float, expected: int) -> tuple[str, str,
         return "FAIL", f"{len(failed)} candidate(s) did not pass: {', '.join(failed)}; total {total:.0f} s", total
     verdict = "PASS" if total < target_s else "FAIL"
     return verdict, f"{len(rows)} candidates judged one after another in {total:.0f} s (target < {target_s:.0f} s)", total
+
+
+def daemon_summary(rows: list[dict], off: bool, stopped: list[int]) -> str:
+    if off:
+        return "off (--no-daemon: every call judged in its own process)"
+    served = [r for r in rows if r.get("daemon_pid")]
+    warm = sum(1 for r in rows if r.get("warm"))
+    first = served[0].get("daemon_request") if served else None
+    return (f"{len(served)} of {len(rows)} calls served by daemon(s) {stopped} (stopped at the end), {warm} forked warm"
+            + (f"; the first call was request {first} of an already running daemon" if first and first > 1 else ""))
 
 
 def stage_medians(rows: list[dict]) -> dict[str, float]:
@@ -127,13 +164,16 @@ def write_markdown(path: Path, data: dict) -> None:
     lines = [f"# {data['claim']}: {data['result']}", "", data["summary"], "",
              f"Device: {data['device']}. Baselines cached beforehand (not counted): "
              + ", ".join(f"{b['problem']} {b.get('seconds', '-')} s" for b in data["baselines"]) + ".", "",
-             "| # | candidate | exit | status | wall s | worker s | outside worker s | baselines cached | slowest stages |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"Judge daemon: {data['daemon']}.", "",
+             "| # | candidate | exit | status | wall s | worker s | outside worker s | baselines cached | warm (daemon pid, "
+             "request) | slowest stages |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(data["calls"], 1):
         top = sorted((r.get("stage_seconds") or {}).items(), key=lambda kv: -kv[1])[:3]
         stages = ", ".join(f"{k} {v:.1f}" for k, v in top) or "-"
         lines.append(f"| {i} | {r['candidate']} | {r['exit_code']} | {r.get('status')} | {r['wall_s']} | "
                      f"{r.get('worker_wall_s', '-')} | {r.get('outside_worker_s', '-')} | {r.get('baselines_cached')} | "
+                     f"{'yes' if r.get('warm') else 'no'} ({r.get('daemon_pid') or '-'}, {r.get('daemon_request') or '-'}) | "
                      f"{stages} |")
     lines += ["", "Median seconds per stage over the calls: "
               + ", ".join(f"{k} {v}" for k, v in data["stage_medians"].items()), ""]
@@ -142,6 +182,8 @@ def write_markdown(path: Path, data: dict) -> None:
 
 def main() -> int:
     args = parse_args()
+    if args.no_daemon:
+        DAEMON_ENV["KW_JUDGE_DAEMON"] = "0"
     out = out_dir()
     work = args.work or out / "cli_sequence_work"
     work.mkdir(parents=True, exist_ok=True)
@@ -161,7 +203,9 @@ def main() -> int:
         for candidate in problem["candidates"]:
             rows.append(judge_call(problem, candidate, args.device))
             r = rows[-1]
-            print(f"{len(rows):2d}. {r['candidate']}: {r.get('status')} in {r['wall_s']:.1f} s", flush=True)
+            print(f"{len(rows):2d}. {r['candidate']}: {r.get('status')} in {r['wall_s']:.1f} s"
+                  f"{' (warm, daemon ' + str(r['daemon_pid']) + ')' if r.get('daemon_pid') else ''}", flush=True)
+    stopped = stop_daemons(rows)
     result, text, total = summary(rows, args.target_s, sum(counts))
     data = {"claim": f"{sum(counts)} candidates of {len(counts)} problems judged one after another with the CLI "
                      f"in under {args.target_s:.0f} s (baselines cached)",
@@ -169,6 +213,7 @@ def main() -> int:
             "device": args.device, "problems": [{k: v for k, v in p.items() if k != "candidates"}
                                                 for p in manifest["problems"]],
             "baselines": baselines, "calls": rows, "stage_medians": stage_medians(rows),
+            "daemon": daemon_summary(rows, args.no_daemon, stopped),
             "note": "CPU smoke run: not the target" if args.device == "cpu" else ""}
     write_json(out / "cli_sequence.json", data)
     write_markdown(out / "cli_sequence.md", data)

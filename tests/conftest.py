@@ -19,6 +19,10 @@ def _cuda_available() -> bool:
         return False
 
 
+# `kernelwright judge` calls made by tests judge in their own process (a daemon would outlive the
+# test); tests/judge/test_daemon.py turns the daemon on for its own calls.
+os.environ.setdefault("KW_JUDGE_DAEMON", "0")
+
 if not _cuda_available():
     # Triton candidates run on the CPU through the interpreter; judged subprocesses inherit this.
     os.environ.setdefault("TRITON_INTERPRET", "1")

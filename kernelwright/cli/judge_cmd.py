@@ -99,9 +99,25 @@ def judge_command(
                                       "GPU, ...); every other verdict is kept"),
     baseline_lanes: int = typer.Option(DEFAULT_LANES, "--baseline-lanes", min=0, help="with --batch: problems whose eager and "
                                        "torch.compile baselines are measured ahead at once, first-judged first (0: off)"),
+    no_daemon: bool = typer.Option(False, "--no-daemon", help="judge in this process, not through the judge daemon "
+                                   "(also $KW_JUDGE_DAEMON=0)"),
+    daemon_idle: Optional[float] = typer.Option(None, "--daemon-idle", min=0, help="seconds a judge daemon this call "
+                                                "starts waits for its next request before it ends (default "
+                                                "$KW_JUDGE_DAEMON_IDLE, else 300); with --serve: none unless given"),
+    serve: bool = typer.Option(False, "--serve", help="run the judge daemon of this user and environment in the "
+                               "foreground (calls start one on demand otherwise)"),
 ) -> None:
-    """Judge one candidate against a problem in a sandboxed process, or a whole batch folder."""
+    """Judge one candidate against a problem in a sandboxed process, or a whole batch folder.
+
+    One candidate is judged by the user's judge daemon, started by the first call and kept for
+    --daemon-idle seconds, so later calls fork from its warm processes (torch imported once);
+    every candidate still runs in a fresh sandboxed process (docs/judge.md, "The judge daemon").
+    """
     config = build_config(settings, trials, timeout, no_time, rules, device, config_file)
+    if serve:
+        from kernelwright.cli.judge_daemon import serve as serve_daemon
+
+        raise typer.Exit(serve_daemon(config, daemon_idle))
     if batch is not None:
         raise typer.Exit(run_batch_folder(batch, config, profile_budget, retry_errors, baseline_lanes))
     if retry_errors:
@@ -112,9 +128,11 @@ def judge_command(
         if not path.is_file():
             console.print(f"[red]{path}: file not found[/]")
             raise typer.Exit(EXIT_USAGE)
-    from kernelwright.judge.pool import judge_one  # on a GPU: memory admission shared with every judge process
+    from kernelwright.cli import judge_daemon
+    from kernelwright.judge.daemon_key import enabled, idle_seconds
 
-    verdict = judge_one(problem, candidate, config)
+    verdict = judge_daemon.judge(problem, candidate, config, enabled() and not no_daemon, idle_seconds(daemon_idle),
+                                 say=lambda text: typer.echo(text, err=True))
     if json_out:
         typer.echo(verdict.to_json())
     else:
