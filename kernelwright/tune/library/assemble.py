@@ -17,7 +17,7 @@ import torch
 
 from . import runtime
 from .fuse import Group
-from .ir import HOST, INPUT, IRNode, Program, Unsupported
+from .ir import HOST, INPUT, IRNode, Program, Unsupported, flat_args
 
 REFERENCE_CLASS = "_KwReference"
 _SKIP_FUNCTIONS = {"get_inputs", "get_init_inputs"}
@@ -145,7 +145,7 @@ def forward_source(program: Program, groups: list[Group], launchers: dict[int, s
             if line:
                 lines.append(line)
         elif node.kind == HOST:
-            for arg in _flat(node.args) + _flat(list(node.kwargs.values())):
+            for arg in flat_args(node):
                 ensure(arg)
             lines.append(host_line(node, {}))
     for out in program.outputs:
@@ -156,13 +156,6 @@ def forward_source(program: Program, groups: list[Group], launchers: dict[int, s
     else:
         lines.append(f"return ({', '.join(values)}{',' if len(values) == 1 else ''})")
     return "\n".join(lines)
-
-
-def _flat(items: list) -> list:
-    out = []
-    for item in items:
-        out.extend(_flat(list(item)) if isinstance(item, (list, tuple)) else [item])
-    return out
 
 
 HEADER = '''"""kernelwright built-in template `{name}` for problem `{problem}`.

@@ -72,7 +72,7 @@ class Program:
     def users(self) -> dict[int, list[IRNode]]:
         found: dict[int, list[IRNode]] = {n.id: [] for n in self.nodes}
         for node in self.nodes:
-            for arg in _flat(node.args) + _flat(list(node.kwargs.values())):
+            for arg in flat_args(node):
                 if isinstance(arg, IRNode):
                     found[arg.id].append(node)
         return found
