@@ -150,6 +150,10 @@ class Engine:
     def _hear(self, ask_id: str, result: Result, elapsed_s: float | None) -> None:
         if ask_id not in self._outstanding:
             raise EngineError(f"ask {ask_id!r} is not outstanding (known: {', '.join(self._outstanding) or 'none'})")
+        evaluation = isinstance(self._outstanding[ask_id], EvaluationAsk)
+        if not isinstance(result, (EvalResult if evaluation else Completion, AskFailure)):
+            raise EngineError(f"ask {ask_id!r} asked for {'an evaluation' if evaluation else 'a completion'}; "
+                              f"it cannot take a {type(result).__name__}")
         ask = self._outstanding.pop(ask_id)
         self.budget.advance(elapsed_s)
         job_id = self._ask_jobs.pop(ask_id)

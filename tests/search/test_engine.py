@@ -125,6 +125,24 @@ def test_telling_an_unknown_ask_is_an_error():
         e.tell(ask.id, completion("twice"))
 
 
+def test_a_result_of_the_wrong_kind_is_an_error_and_changes_nothing():
+    # e.g. a run replayed by a version whose asks differ: a completion stored for what is now an
+    # evaluation ask must stop the replay with a clear error, not reach the evaluation's handler
+    e = engine()
+    ask = e.ask()[0]
+    with pytest.raises(EngineError, match="asked for a completion; it cannot take a EvalResult"):
+        e.tell(ask.id, passed(1.2))
+    assert [a.id for a in e.ask()] == [ask.id]
+    script = Script(lambda *a: passed(1.2))
+    while not isinstance(e.ask()[0], EvaluationAsk):
+        e.tell(e.ask()[0].id, script.answer(e.ask()[0]))
+    evaluation = e.ask()[0]
+    with pytest.raises(EngineError, match="asked for an evaluation; it cannot take a Completion"):
+        e.tell(evaluation.id, completion("not a verdict"))
+    e.tell(evaluation.id, passed(1.2))  # the right kind is still taken
+    assert e.tree[evaluation.candidate_id].status == "pass"
+
+
 def test_analyst_diagnosis_reaches_the_next_planner():
     e = engine(iterations=2, analyst=True)
     asked = []
