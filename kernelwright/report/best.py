@@ -149,7 +149,12 @@ def write_best(store, run_id: str, path: str | Path, candidate_id: str | None = 
     candidate = store.candidate(run_id, candidate_id)
     if candidate is None or not candidate.get("code"):
         return None
-    verdict = store.verdict(run_id, candidate_id)
+    return write_best_file(path, run, candidate, store.verdict(run_id, candidate_id))
+
+
+def write_best_file(path: str | Path, run: dict[str, Any], candidate: dict[str, Any],
+                    verdict: dict[str, Any] | None) -> Path:
+    """`candidate` (a store row: id, code, node) with its evidence header, written whole, then renamed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")  # written whole, then renamed: a kill never leaves half a file

@@ -174,11 +174,16 @@ class AutotuneSession:
         cid = known[0] if known else f"t{self.next_index}"
         measurement = measurement_obj.to_dict()
         verdict = measurement.pop("verdict", None)
+        new_best = measurement_obj.ok and (self.best is None or measurement_obj.time_ms < self.best[0])
         if known is None:
             self.next_index += 1
             self.judged_now += 1
             if verdict:  # the verdict first: a stored candidate always has its verdict
                 self.store.save_verdict(self.plan.run_id, cid, verdict)
+            if new_best:  # on disk before its row: a kill in between never leaves a stored best without its file
+                self._write_best({"id": cid, "code": source,
+                                  "node": {"action": "tune", "parent_id": "c0", "approach_key": template_name}},
+                                 verdict)
             self.store.upsert_candidates(self.plan.run_id, [{
                 "id": cid, "parent_id": "c0", "search_parent": "c0", "action": "tune",
                 "status": STATUS_OF.get(measurement_obj.status, "fail"), "code": source,
@@ -189,13 +194,18 @@ class AutotuneSession:
         self.seen.add(cid)
         if measurement_obj.ok:
             self.passing.add(cid)
-            if self.best is None or measurement_obj.time_ms < self.best[0]:
+            if new_best:
                 self.best = (measurement_obj.time_ms, cid)
                 self._record_best()
         elif self.fatal is None:
             self.fatal = environment_error(verdict)
         self.store.update_run(self.plan.run_id, spend=self.spend())
         self.progress()
+
+    def _write_best(self, candidate: dict[str, Any], verdict: dict[str, Any] | None) -> None:
+        from kernelwright.report.best import write_best_file
+
+        write_best_file(self.plan.run_dir / BEST_FILE, self.store.run(self.plan.run_id), candidate, verdict)
 
     def _record_best(self) -> None:
         from kernelwright.report.best import write_best
