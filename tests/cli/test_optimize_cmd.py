@@ -16,28 +16,13 @@ from kernelwright.cli import no_llm
 from kernelwright.cli.app import app
 from kernelwright.cli.optimize_cmd import build_options
 from kernelwright.search.drivers.session import RunOptions, prepare_run_dir
+from tiny_problem import TINY
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "problems" / "scale_bias_gelu.py"
 runner = CliRunner()
 FAST = ["--set", "judge.trials=2", "--set", "judge.baselines=eager", "--set", "judge.warmup_ms=1",
         "--set", "judge.rep_ms=5", "--set", "judge.min_reps=3", "--set", "judge.max_reps=10"]
-TINY = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * {scale}
-
-
-def get_inputs():
-    return [torch.rand(64)]
-
-
-def get_init_inputs():
-    return []
-"""
 BLOCK_TRITON = '''"""Written by a test: this interpreter behaves as if Triton were not installed."""
 import sys
 

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from kernelwright.cli.app import app
 from kernelwright.judge import batch
-from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
 from kernelwright.search.budget import Limits
 from kernelwright.search.drivers.autotune import run_autotune
@@ -25,24 +24,8 @@ from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.store import RunStore
 from kernelwright.store.suite import read_manifest
+from tiny_problem import FAST, TINY
 
-TINY = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * {scale}
-
-
-def get_inputs():
-    return [torch.rand(64)]
-
-
-def get_init_inputs():
-    return []
-"""
-FAST = JudgeConfig(trials=2, baselines=("eager",), warmup_ms=1, rep_ms=5, min_reps=3, max_reps=10, device="cpu")
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB."
 TRIALS = [TrialResult(0, 42, "given", True), TrialResult(1, 43, "signed", True)]
 

@@ -10,30 +10,13 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import batch
-from kernelwright.judge.config import JudgeConfig
 from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.search.budget import Limits
 from kernelwright.store import RunStore
 from kernelwright.store.suite import entries_for, find_runs, read_manifest
+from tiny_problem import FAST, TINY
 
-TINY = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x) * {scale}
-
-
-def get_inputs():
-    return [torch.rand(64)]
-
-
-def get_init_inputs():
-    return []
-"""
-FAST = JudgeConfig(trials=2, baselines=("eager",), warmup_ms=1, rep_ms=5, min_reps=3, max_reps=10, device="cpu")
 
 
 @pytest.fixture
