@@ -45,7 +45,7 @@ from ..files import atomic_write
 from . import baseline_lane
 from .api import SourceText
 from .config import JudgeConfig
-from .pool import JudgeJob, JudgePool
+from .pool import JudgeJob, JudgePool, job_memory_key
 from .verdict import ERROR, INFO, Flag, Verdict
 
 REQUEST_SUFFIX = ".request.json"
@@ -233,8 +233,7 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
     """Memory key -> the largest GPU peak that the verdicts already in `folders` measured for it
     (admission.memory_key of their requests): a runner started again on a folder admits its
     problems by what they used, not as unknown problems one share of the GPU at a time."""
-    from .admission import PEAK_KEY, memory_key
-    from .api import text_of
+    from .admission import PEAK_KEY
 
     peaks: dict[str, int] = {}
     for folder in folders:
@@ -244,8 +243,7 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
                 if not isinstance(peak, int) or peak <= 0:
                     continue
                 job = read_request(request, base)
-                config = job.config or JudgeConfig()
-                key = memory_key(text_of(job.problem), config.overrides, config.device)
+                key = job_memory_key(job, job.config or JudgeConfig())
             except (OSError, ValueError, AttributeError, BatchError):
                 continue  # no verdict yet, or a file that cannot be read: nothing known
             peaks[key] = max(peak, peaks.get(key, 0))

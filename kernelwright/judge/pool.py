@@ -56,6 +56,11 @@ class JudgeJob:
     name: str = ""
 
 
+def job_memory_key(job: JudgeJob, config: JudgeConfig) -> str:
+    """The job's key in the GPU memory admission (admission.memory_key), `config` its settings."""
+    return memory_key(text_of(job.problem), config.overrides, config.device)
+
+
 def as_job(item) -> JudgeJob:
     if isinstance(item, JudgeJob):
         return item
@@ -313,7 +318,7 @@ class JudgePool:
         run = lambda: self._on_lane(job, config, gpu, future)  # noqa: E731
         if not gpu:
             return run()
-        key = memory_key(text_of(job.problem), config.overrides, config.device)
+        key = job_memory_key(job, config)
         return run_admitted(self.admission, gpu, key, run)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
