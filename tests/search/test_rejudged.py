@@ -11,9 +11,8 @@ from search_scripts import code_text
 from typer.testing import CliRunner
 
 from kernelwright.cli.app import app
-from kernelwright.judge.batch import REJUDGED
+from kernelwright.judge.batch import REJUDGED, verdict_system_error
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
-from kernelwright.search.drivers.rejudged import stored_system_error
 from kernelwright.search.drivers.session import RunOptions, run_optimization
 from kernelwright.search.settings import Settings
 from kernelwright.store import RunStore
@@ -86,7 +85,7 @@ def test_a_rejudged_verdict_replaces_a_stored_system_error_on_resume(tmp_path, k
     run_dir = judged_once(tmp_path, kernelbench, oom_verdict("c1"))
     run, nodes, first_rows, journal, verdict = stored(run_dir)
     assert nodes["c1"]["status"] == "fail" and run["best_candidate"] is None and "amend" not in journal
-    assert stored_system_error(verdict).startswith("out of GPU memory on a GPU that may have been shared")
+    assert verdict_system_error(verdict).startswith("out of GPU memory on a GPU that may have been shared")
 
     (run_dir / "evals" / "c1.verdict.json").write_text(rejudged_pass("c1"))  # judge --batch --retry-errors
     again = run_optimization(RunOptions(resume=str(run_dir)))
@@ -120,7 +119,7 @@ def test_a_rejudged_verdict_replaces_a_stored_system_error_on_resume(tmp_path, k
 def test_a_rejudged_verdict_never_replaces_the_candidates_own_verdict(tmp_path, kernelbench):
     run_dir = judged_once(tmp_path, kernelbench, wrong_verdict("c1"))
     before = stored(run_dir)
-    assert stored_system_error(before[4]) is None
+    assert verdict_system_error(before[4]) is None
     (run_dir / "evals" / "c1.verdict.json").write_text(rejudged_pass("c1"))
     again = run_optimization(RunOptions(resume=str(run_dir)))
     assert again.best_id is None
@@ -131,8 +130,8 @@ def test_a_rejudged_verdict_never_replaces_the_candidates_own_verdict(tmp_path, 
 
 def test_a_passing_verdict_with_a_baseline_out_of_memory_is_a_system_error():
     passed = json.loads(rejudged_pass("c1"))
-    assert stored_system_error(passed) is None
+    assert verdict_system_error(passed) is None
     passed["baselines"]["errors"] = {"compile_default": "torch.OutOfMemoryError: CUDA out of memory."}
-    assert "compile_default baseline(s) ran out of GPU memory" in stored_system_error(passed)
+    assert "compile_default baseline(s) ran out of GPU memory" in verdict_system_error(passed)
     passed["baselines"]["errors"] = {"compile_default": "inductor failed: no C compiler"}
-    assert stored_system_error(passed) is None
+    assert verdict_system_error(passed) is None

@@ -52,12 +52,6 @@ class Amendment:
                 "replaced": self.replaced}
 
 
-def stored_system_error(verdict: dict[str, Any]) -> str | None:
-    """Why a stored verdict is a system error, by the batch runner's rule (judge/batch.py
-    `verdict_system_error`: not judged, or correct with a baseline out of GPU memory), else None."""
-    return batch.verdict_system_error(verdict)
-
-
 def asked(store, run_id: str, prefix: str = "") -> list[Requested]:
     """The evaluations an engine asked for (request NAME: PREFIX + candidate id)."""
     return [Requested(ask["id"], ask["candidate_id"], f"{prefix}{ask['candidate_id']}") for ask in store.asks(run_id)
@@ -69,7 +63,8 @@ def find(store, run_id: str, folder: Path, requested: list[Requested]) -> list[A
     found = []
     for item in requested:
         stored = store.verdict(run_id, item.candidate_id)
-        why = stored_system_error(stored) if stored else None
+        # the batch runner's rule: not judged, or correct with a baseline out of GPU memory
+        why = batch.verdict_system_error(stored) if stored else None
         new = _rejudged(folder / f"{item.name}{batch.VERDICT_SUFFIX}") if why else None
         if new is not None and json.loads(new.to_json()) != stored:
             found.append(Amendment(item.ask_id, item.candidate_id, json.loads(new.to_json()),
