@@ -134,7 +134,8 @@ class Tuning:
             self.due = []
             return
         objective = self.engine.settings.objective
-        nodes = sorted((self.engine.tree[i] for i in dict.fromkeys(self.due)), key=lambda n: (-(n.speedup(objective) or 0.0), n.order))
+        nodes = sorted((self.engine.tree[i] for i in dict.fromkeys(self.due)),
+                       key=lambda n: (-(n.speedup(objective) or 0.0), n.order))
         self.due = []
         for node in nodes:
             if not node.tuning and self._ranks_high(node) and self._can_start():
@@ -170,8 +171,9 @@ class Tuning:
         """What a job starting now may reserve: tune_evals, within the share and the budget that
         running expansions and the other tuning jobs leave."""
         _, expansions = self.engine._reserved(tuning=False)
-        free = self.engine.budget.evals_left() - expansions - self.reserved()
-        return int(max(0, min(self.engine.settings.tune_evals, self.share_left() - self.reserved(), free)))
+        held = self.reserved()
+        free = self.engine.budget.evals_left() - expansions - held
+        return int(max(0, min(self.engine.settings.tune_evals, self.share_left() - held, free)))
 
     def _room(self, calls: int, evals: int, job: TuneJob | None = None) -> bool:
         """Budget for `calls` and `evals` more, beside what running expansions and the other tuning
@@ -188,7 +190,7 @@ class Tuning:
             return f"stopped early: {budget.soft_reason()}"
         if self.share_left() < 1:
             return "stopped early: the tuning share of the evaluation budget (tune_share) is spent"
-        return "stopped early: no evaluation left beside what running expansions reserved"
+        return "stopped early: no evaluation left beside what running expansions and other tuning jobs reserved"
 
     def _can_start(self) -> bool:
         return self._room(1, 2) and self._reservable() >= 2  # the Templatizer, the default instance and one more
