@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.judge.daemon_key import (PACKAGE, DaemonUnavailable, absolute_path_list, daemon_key, key_digest,
-                                           peer_credentials, receive, send, socket_path)
+                                           receive, send, socket_path)
+from kernelwright.judge.service import peer_credentials
 
 START_TIMEOUT_S = 60.0  # the daemon listens before its pool imports anything: seconds are plenty
 STALE_WAIT_S = 10.0

@@ -38,9 +38,10 @@ from typing import Any
 
 from . import trusted
 from .config import JudgeConfig
-from .daemon_key import PACKAGE, DaemonUnavailable, peer_credentials, receive, send
-from .forkserver import _no_new_privs, package_digest
-from .service import is_descendant
+from .daemon_key import PACKAGE, DaemonUnavailable, receive, send
+from .forkserver import package_digest
+from .proctree import no_new_privs
+from .service import is_descendant, peer_credentials
 
 POLL_S = 0.5
 STALE_CHECK_S = 5.0
@@ -140,7 +141,7 @@ class JudgeDaemon:
         pid, uid = peer_credentials(conn)
         if uid != os.getuid():
             return f"process {pid} belongs to another user (uid {uid})"
-        if _no_new_privs(pid) is not False:
+        if no_new_privs(pid) is not False:
             return f"process {pid} carries no_new_privs (candidate code) or cannot be inspected"
         if is_descendant(pid, os.getpid()):
             return f"process {pid} runs below the judge daemon (an evaluation)"

@@ -130,12 +130,3 @@ def receive(reader, limit: int = 1 << 28) -> dict[str, Any] | None:
             raise ValueError("message too long")
         return None
     return json.loads(line)
-
-
-def peer_credentials(conn: socket.socket) -> tuple[int, int]:
-    """(pid, uid) of the process at the other end of a UNIX socket (SO_PEERCRED)."""
-    import struct
-
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _gid = struct.unpack("3i", creds)
-    return pid, uid

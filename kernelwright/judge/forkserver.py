@@ -54,6 +54,9 @@ from typing import Any
 
 from kernelwright.procs import kill_group
 
+from .proctree import no_new_privs
+from .service import peer_pid
+
 # imported once by the server, before any fork: what a worker would otherwise import itself. Not
 # torch.utils.cpp_extension: on a GPU machine importing it starts the CUDA driver's thread
 # ("cuda00001400006", measured on the H100), after which no child could use CUDA; CUDA candidates
@@ -429,8 +432,8 @@ class _Server:
         conn, _ = self.listener.accept()
         fds: list[int] = []
         try:
-            peer = _peer_pid(conn)
-            if _no_new_privs(peer) is not False:  # before reading: candidate code cannot even stall us
+            peer = peer_pid(conn)
+            if no_new_privs(peer) is not False:  # before reading: candidate code cannot even stall us
                 conn.sendall(json.dumps({"error": f"process {peer} carries no_new_privs (candidate code) or "
                                                   "cannot be inspected"}).encode() + b"\n")
                 conn.close()
@@ -590,22 +593,6 @@ def _set_limits(address_space_bytes) -> None:
         limit = int(address_space_bytes)
         if soft == resource.RLIM_INFINITY or soft > limit:
             resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-
-
-def _peer_pid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[0]
-
-
-def _no_new_privs(pid: int) -> bool | None:
-    """Whether `pid` carries no_new_privs (None: it cannot be read)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NoNewPrivs:"):
-                return line.split()[1] == "1"
-    except (OSError, IndexError):
-        return None
-    return None
 
 
 def _peek_alive(conn: socket.socket) -> bool:

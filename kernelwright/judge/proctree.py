@@ -93,3 +93,14 @@ def reap(pids: Iterable[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
             pass
+
+
+def no_new_privs(pid: int) -> bool | None:
+    """Whether `pid` carries no_new_privs (every process of a candidate does); None: it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NoNewPrivs:"):
+                return line.split()[1] == "1"
+    except (OSError, IndexError):
+        return None
+    return None

@@ -135,9 +135,15 @@ def socket_path(folder: Path) -> tuple[Path, str | None]:
     return Path(short) / "s", short
 
 
-def peer_pid(conn: socket.socket) -> int:
+def peer_credentials(conn: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a UNIX socket (SO_PEERCRED)."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[0]
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def peer_pid(conn: socket.socket) -> int:
+    return peer_credentials(conn)[0]
 
 
 def is_descendant(pid: int, ancestor: int, depth: int = 64) -> bool:

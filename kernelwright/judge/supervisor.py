@@ -233,7 +233,7 @@ class Supervisor:
         with self._lock:
             helpers = set(self._helpers)
         before = proctree.parent_map()
-        marked = {pid for pid in proctree.descendants(os.getpid(), before) if _no_new_privs(pid)}
+        marked = {pid for pid in proctree.descendants(os.getpid(), before) if proctree.no_new_privs(pid)}
         helper_tree = helpers | {d for h in helpers for d in proctree.descendants(h, before)}
         killed = proctree.kill_tree(os.getpid())
         candidate = sorted((killed & marked) - helper_tree)
@@ -469,16 +469,6 @@ def _die_with_parent(sig: int) -> None:
         ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     except (OSError, AttributeError):
         pass
-
-
-def _no_new_privs(pid: int) -> bool:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NoNewPrivs:"):
-                return line.split()[1] == "1"
-    except (OSError, IndexError):
-        pass
-    return False
 
 
 def read_report(scratch: Path) -> Supervision | None:
