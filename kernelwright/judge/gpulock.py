@@ -60,6 +60,7 @@ class DeviceLock:
         self.key = key
         self.folder = Path(folder)
         self.waited_s = 0.0
+        self._shared = None  # the lock file's handle while this process holds it shared and has not let go
 
     @classmethod
     def for_device(cls, device: str, cache_dir: str | os.PathLike | None = None) -> "DeviceLock":
@@ -85,10 +86,27 @@ class DeviceLock:
             fcntl.flock(turnstile.fileno(), fcntl.LOCK_UN)
         with self._open("lock") as lock:
             self._take(lock, fcntl.LOCK_SH)
+            self._shared = lock
             try:
                 yield
             finally:
+                self._shared = None
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def let_go(self) -> bool:
+        """Inside `shared()`: give the hold up for a while (work that does not touch the device);
+        False when there is no hold to give up. `take_again` must follow before the hold ends."""
+        if self._shared is None:
+            return False
+        fcntl.flock(self._shared.fileno(), fcntl.LOCK_UN)
+        return True
+
+    def take_again(self) -> None:
+        """After `let_go`: the shared hold again, behind any writer that waits meanwhile."""
+        with self._open("turnstile") as turnstile:
+            self._take(turnstile, fcntl.LOCK_EX)
+            fcntl.flock(turnstile.fileno(), fcntl.LOCK_UN)
+        self._take(self._shared, fcntl.LOCK_SH)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -131,6 +149,12 @@ class NoLock:
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         yield
+
+    def let_go(self) -> bool:
+        return False
+
+    def take_again(self) -> None:
+        pass
 
 
 def lock_for(device: str, cache_dir: str | os.PathLike | None = None):

@@ -54,6 +54,8 @@ class LockUse:
 
     holds: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    let_go: dict[str, int] = field(default_factory=dict)  # times a hold was given up for a while (jitpause)
+    let_go_s: dict[str, float] = field(default_factory=dict)  # seconds of those, not in `seconds`
 
     @contextlib.contextmanager
     def held(self, kind: str):
@@ -64,8 +66,19 @@ class LockUse:
             self.holds[kind] = self.holds.get(kind, 0) + 1
             self.seconds[kind] = self.seconds.get(kind, 0.0) + _perf_counter() - started
 
+    def gave_up(self, kind: str, seconds: float) -> None:
+        """A hold of `kind` was given up for `seconds` (and taken again) inside one `held`."""
+        self.let_go[kind] = self.let_go.get(kind, 0) + 1
+        self.let_go_s[kind] = self.let_go_s.get(kind, 0.0) + seconds
+        self.seconds[kind] = self.seconds.get(kind, 0.0) - seconds
+
     def to_dict(self) -> dict[str, dict[str, float]]:
-        return {kind: {"holds": self.holds[kind], "held_s": round(self.seconds[kind], 3)} for kind in sorted(self.holds)}
+        out: dict[str, dict[str, float]] = {}
+        for kind in sorted(self.holds):
+            out[kind] = {"holds": self.holds[kind], "held_s": round(self.seconds[kind], 3)}
+            if self.let_go.get(kind):
+                out[kind].update(let_go=self.let_go[kind], let_go_s=round(self.let_go_s[kind], 3))
+        return out
 
 
 def process_age_s() -> float | None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import JudgeRequest
+from . import jitpause
 from .config import JudgeConfig
 from .stages import check as check_stage
 from .stages import compile as compile_stage
@@ -90,6 +91,14 @@ def _write_source(folder: Path, name: str, text: str) -> Path:
 
 
 def run_stages(ctx: Context) -> None:
+    uninstall = jitpause.install(lambda: ctx.off_device(lambda: jitpause.device_idle(ctx.verdict.device or "cpu")))
+    try:
+        stages_in_order(ctx)
+    finally:
+        uninstall()
+
+
+def stages_in_order(ctx: Context) -> None:
     loaded = load.run(ctx)
     built = compile_stage.run(ctx, loaded) if loaded is not None else None
     checked = check_stage.run(ctx, built) if built is not None else None

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kernelwright.files import atomic_write
 
@@ -61,6 +61,7 @@ class Context:
     notes: list[str] = field(default_factory=list)  # judge notes for the verdict (info flags)
     timer: StageTimer = field(default_factory=StageTimer)
     lock_use: LockUse = field(default_factory=LockUse)  # holds and seconds held, per lock kind
+    holding: tuple[Any, str] | None = None  # (the device lock, "shared" or "exclusive") inside on_device
     problem_path: Path | None = None
     candidate_path: Path | None = None
     candidate_source: str = ""
@@ -89,7 +90,29 @@ class Context:
                 held.enter_context(lock.shared() if kind == "shared" else lock.exclusive())
             self.writer.progress("wait end")
             held.enter_context(self.lock_use.held(kind))
+            self.holding = (lock, kind)
+            held.callback(setattr, self, "holding", None)
             yield
+
+    @contextlib.contextmanager
+    def off_device(self, idle: Callable[[], bool]) -> Iterator[None]:
+        """Inside a shared hold: give it up around work that does not touch the device (a JIT
+        compile: `jitpause`), once `idle()` says the device has finished this process's work; the
+        wait to take it again is stage "wait_gpu". Elsewhere (no hold, an exclusive one, or `idle()`
+        False) the work runs under whatever is held."""
+        lock, kind = self.holding or (None, None)
+        if kind != "shared" or not idle() or not lock.let_go():
+            yield
+            return
+        started = _perf_counter()
+        try:
+            yield
+        finally:
+            self.writer.progress("wait start")
+            with self.timer("wait_gpu"):
+                lock.take_again()
+            self.writer.progress("wait end")
+            self.lock_use.gave_up(kind, _perf_counter() - started)
 
 
 def describe_exception(exc: BaseException, path: Path | None, what: str) -> str:

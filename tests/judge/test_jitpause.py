@@ -1,0 +1,148 @@
+"""jitpause: a Triton JIT compile in the middle of a trial gives the device's shared hold up, so a
+worker waiting to time another candidate is not held up by seconds of CPU work (issue 14)."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelwright.judge import jitpause
+from kernelwright.judge.gpulock import DeviceLock, NoLock
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def exclusive_free(lock: DeviceLock) -> bool:
+    """Whether another open file could take the lock exclusively now (as a timing worker would)."""
+    with open(lock.folder / f"{lock.key}.lock", "a+") as other:
+        try:
+            fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(other.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+def test_a_shared_hold_let_go_frees_the_device_and_is_taken_again(tmp_path):
+    lock = DeviceLock("gpu-test", tmp_path)
+    assert lock.let_go() is False  # no hold to give up
+    with lock.shared():
+        assert not exclusive_free(lock)
+        assert lock.let_go() is True
+        assert exclusive_free(lock)
+        lock.take_again()
+        assert not exclusive_free(lock)
+    assert exclusive_free(lock)
+    assert NoLock("none").let_go() is False
+
+
+def test_install_wraps_triton_compile_and_uninstall_restores_it(monkeypatch):
+    compiler = pytest.importorskip("triton.compiler")
+    calls = []
+
+    def fake_compile(src, target=None, options=None):
+        calls.append(("compile", src))
+        return "kernel"
+
+    class StepOff:
+        def __enter__(self):
+            calls.append("off")
+
+        def __exit__(self, *exc):
+            calls.append("on")
+
+    monkeypatch.setattr(compiler, "compile", fake_compile)
+    uninstall = jitpause.install(StepOff)
+    assert compiler.compile is not fake_compile
+    assert jitpause.install(StepOff)() is None  # already wrapped: a second install changes nothing
+    assert compiler.compile("src", target="t") == "kernel"
+    assert calls == ["off", ("compile", "src"), "on"]
+    uninstall()
+    assert compiler.compile is fake_compile
+
+
+PROBE = textwrap.dedent("""\
+    import json, sys, tempfile
+    from pathlib import Path
+    import triton.compiler
+    from kernelwright.judge.api import make_request
+    from kernelwright.judge.config import JudgeConfig
+    from kernelwright.judge.stages.context import ResultWriter
+    from kernelwright.judge.worker import evaluate
+
+    cache = Path(tempfile.mkdtemp())
+    seen = []
+
+    def fake_compile(*args, **kwargs):  # what a first launch runs: CPU work only
+        import fcntl
+        with open(cache / "locks" / "cpu.lock", "a+") as other:
+            try:
+                fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                seen.append("device free")
+                fcntl.flock(other.fileno(), fcntl.LOCK_UN)
+            except BlockingIOError:
+                seen.append("device held")
+        return None
+
+    triton.compiler.compile = fake_compile
+    config = JudgeConfig(device="cpu", baselines=(), trials=2, time=False, cache_dir=str(cache))
+    request = make_request(Path(sys.argv[1]), Path(sys.argv[2]), config, Path(tempfile.mkdtemp()))
+    verdict = evaluate(request, ResultWriter(request, ""), {}, [])
+    print(json.dumps({"trials_ok": [t.ok for t in verdict.trials], "error": verdict.error, "seen": seen,
+                      "device_lock": verdict.device_lock, "restored": triton.compiler.compile is fake_compile}))
+    """)
+
+PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.rand(64)]
+
+
+def get_init_inputs():
+    return []
+"""
+CANDIDATE = """import torch
+import torch.nn as nn
+import triton.compiler
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.compiled = False
+
+    def forward(self, x):
+        if not self.compiled:  # a JIT kernel compiles at its first launch
+            triton.compiler.compile("kernel source")
+            self.compiled = True
+        return torch.relu(x)
+"""
+
+
+def test_a_compile_during_the_trials_runs_with_the_device_let_go(tmp_path):
+    pytest.importorskip("triton")
+    (tmp_path / "problem.py").write_text(PROBLEM)
+    (tmp_path / "candidate.py").write_text(CANDIDATE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "problem.py"), str(tmp_path / "candidate.py")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["seen"] == ["device free"], found
+    shared = found["device_lock"]["shared"]
+    assert shared["let_go"] == 1 and shared["let_go_s"] >= 0, shared
+    assert found["restored"]  # the worker takes its wrapper off when the evaluation ends
+    assert found["trials_ok"] == [True, True], found["error"]  # correct: only the rules' own-kernel checks object
