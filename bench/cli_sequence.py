@@ -53,6 +53,7 @@ from template_candidates import prepare  # noqa: E402
 
 CALL_LIMIT_S = 900
 DAEMON_ENV: dict[str, str] = {}  # {"KW_JUDGE_DAEMON": "0"} with --no-daemon
+JUDGE_ARGS: list[str] = []  # ["--config", FILE] with --config
 
 
 def parse_args():
@@ -65,6 +66,8 @@ def parse_args():
     parser.add_argument("--phase", choices=("all", "baselines", "judge"), default="all",
                         help="baselines: pick the problems, write the candidates and cache the baselines, then stop; "
                              "judge: the 17 timed calls on what an earlier baselines phase left in --work")
+    parser.add_argument("--config", default=None, help="a kernelwright config file whose [judge] table every judge "
+                        "call reads (`kernelwright judge --config FILE`)")
     parser.add_argument("--no-daemon", action="store_true", help="judge every call in its own process "
                         "(KW_JUDGE_DAEMON=0), the path before the judge daemon")
     return parser.parse_args()
@@ -93,7 +96,8 @@ def cache_baselines(problem: dict, device: str) -> dict:
 
 
 def judge_call(problem: dict, candidate: dict, device: str) -> dict:
-    args = ["judge", problem["path"], candidate["path"], "--json", "--device", device, *size_args(problem["overrides"])]
+    args = ["judge", problem["path"], candidate["path"], "--json", "--device", device, *size_args(problem["overrides"]),
+            *JUDGE_ARGS]
     if device == "cpu":
         args += ["--no-time", "--trials", "2"]
     done, seconds = cli(*args, device=device)
@@ -110,7 +114,7 @@ def judge_call(problem: dict, candidate: dict, device: str) -> dict:
     daemon = isolation.get("daemon") or {}
     notes = [f.get("message", "") for f in verdict.get("flags") or [] if f.get("code") == "judge_note"]
     return {**row, "status": verdict.get("status"), "stage": verdict.get("stage"),
-            "error": (verdict.get("error") or "")[:300], "stage_seconds": verdict.get("stage_seconds") or {},
+            "error": (verdict.get("error") or "")[-1500:], "stage_seconds": verdict.get("stage_seconds") or {},
             "worker_wall_s": worker, "outside_worker_s": round(seconds - worker, 2) if worker else None,
             "baselines_cached": baselines.get("cached"), "start": isolation.get("start", ""),
             "warm": isolation.get("start", "").startswith("warm"), "daemon_pid": daemon.get("pid"),
@@ -184,6 +188,8 @@ def main() -> int:
     args = parse_args()
     if args.no_daemon:
         DAEMON_ENV["KW_JUDGE_DAEMON"] = "0"
+    if args.config:
+        JUDGE_ARGS.extend(["--config", str(Path(args.config).resolve())])
     out = out_dir()
     work = args.work or out / "cli_sequence_work"
     work.mkdir(parents=True, exist_ok=True)
@@ -198,14 +204,18 @@ def main() -> int:
         if args.phase == "baselines":
             print(f"baselines cached: {baselines}")
             return 0
-    rows = []
-    for problem in manifest["problems"]:
-        for candidate in problem["candidates"]:
-            rows.append(judge_call(problem, candidate, args.device))
-            r = rows[-1]
-            print(f"{len(rows):2d}. {r['candidate']}: {r.get('status')} in {r['wall_s']:.1f} s"
-                  f"{' (warm, daemon ' + str(r['daemon_pid']) + ')' if r.get('daemon_pid') else ''}", flush=True)
-    stopped = stop_daemons(rows)
+    rows: list[dict] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))  # cut short (timeout): still stop the daemons
+    try:
+        for problem in manifest["problems"]:
+            for candidate in problem["candidates"]:
+                rows.append(judge_call(problem, candidate, args.device))
+                r = rows[-1]
+                print(f"{len(rows):2d}. {r['candidate']}: {r.get('status')} in {r['wall_s']:.1f} s"
+                      f"{' (warm, daemon ' + str(r['daemon_pid']) + ')' if r.get('daemon_pid') else ''}", flush=True)
+                write_json(out / "cli_sequence.calls.json", rows)  # kept when the run is cut short
+    finally:
+        stopped = stop_daemons(rows)
     result, text, total = summary(rows, args.target_s, sum(counts))
     data = {"claim": f"{sum(counts)} candidates of {len(counts)} problems judged one after another with the CLI "
                      f"in under {args.target_s:.0f} s (baselines cached)",

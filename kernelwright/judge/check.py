@@ -51,6 +51,7 @@ class TrialCase:
     # inputs the reference writes in place: index -> their value after its call (see inplace.py)
     ref_inputs: dict[int, torch.Tensor] = field(default_factory=dict)
     ref_grads: dict[str, torch.Tensor] = field(default_factory=dict)  # backward problems (see grad.py)
+    input_bytes: int = 0  # bytes of the trial's tensor inputs (what a trial allocates for them)
 
 
 @dataclass
@@ -154,10 +155,21 @@ def reference_case(problem, model, index: int, seed: int, variant: str, device: 
     if on_device:
         kept = [_unaliased(o, inputs) for o in outs]
     else:
-        kept = [o.detach().to("cpu", copy=True) for o in outs]
-    written = {i: inputs[i].detach().clone() if on_device else inputs[i].detach().to("cpu", copy=True)
-               for i in mutated}
-    return TrialCase(index, seed, variant, kept, fallback_from=fallback, pinned=outs, ref_inputs=written), mutated
+        kept = [host_copy(o) for o in outs]
+    written = {i: inputs[i].detach().clone() if on_device else host_copy(inputs[i]) for i in mutated}
+    return TrialCase(index, seed, variant, kept, fallback_from=fallback, pinned=outs, ref_inputs=written,
+                     input_bytes=sum(tensor_bytes(inputs))), mutated
+
+
+def host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A CPU copy of `t` (same strides). From a GPU the host pages are touched before the copy: the
+    driver's copy into untouched pageable memory ran at 0.9 GB/s on the H100 machine, zeroing the
+    pages first and then copying at 4.1 GB/s in all (7.5 GB: 8.3 s against 1.8 s; docs/benchmarks.md)."""
+    t = t.detach()
+    if t.device.type == "cpu":
+        return t.clone()
+    out = torch.empty_like(t, device="cpu")
+    return out.zero_().copy_(t)
 
 
 def _unaliased(out: torch.Tensor, inputs: list) -> torch.Tensor:
@@ -178,24 +190,49 @@ def _run_reference(problem, model, seed, variant, device, sync) -> tuple[list[to
     return [o.detach() for o in outs], mutated, inputs
 
 
+@dataclass(frozen=True)
+class DeviceRoom:
+    """How many bytes of reference outputs may stay on the GPU: `share` of the memory `free` there
+    before the references, and never so much that one trial no longer fits beside them. A trial
+    needs its inputs twice (the output-cache refill regenerates them into trial 0's buffers), its
+    outputs four times (the poisoned blocks: `guards.poison_allocator`; the candidate's outputs are
+    then carved from them) and `TRIAL_MARGIN` for the candidate's own temporaries."""
+
+    free: int = 0
+    share: float = 0.0
+
+    def budget(self, input_bytes: int, output_bytes: int) -> int:
+        if self.free <= 0 or self.share <= 0:
+            return 0
+        trial = 2 * input_bytes + 4 * output_bytes + TRIAL_MARGIN
+        return max(0, min(int(self.free * self.share), self.free - trial))
+
+
+TRIAL_MARGIN = 2 << 30
+
+
 def reference_cases(problem, model, trials: int, seed: int, device: str, sync,
-                    device_budget_bytes: int = 0) -> tuple[list[TrialCase], TrialCase, list[int]]:
+                    room: DeviceRoom = DeviceRoom()) -> tuple[list[TrialCase], TrialCase, list[int]]:
     """All trials' reference outputs, plus one extra case used to refill input buffers in place,
     and the inputs the reference writes in place (in any trial).
 
-    Outputs stay on the device while their total fits `device_budget_bytes` (comparing there
-    needs no transfer); the rest are kept on the CPU.
+    Outputs stay on the device while their total fits the room's budget (comparing there needs no
+    transfer; the budget is known once the first trial's sizes are); the rest are kept on the CPU.
     """
     cases, mutates, kept_bytes = [], set(), 0
+    budget = None  # known after the first case
 
     def run(index: int, seed_: int, variant: str) -> tuple[TrialCase, list[int]]:
-        nonlocal kept_bytes
+        nonlocal kept_bytes, budget
         case, mutated = reference_case(problem, model, index, seed_, variant, device, sync,
-                                       keep_on_device=kept_bytes < device_budget_bytes)
+                                       keep_on_device=budget is None or kept_bytes < budget)
+        if budget is None:
+            budget = room.budget(case.input_bytes, sum(tensor_bytes(case.ref_outputs)))
         if case.ref_outputs and case.ref_outputs[0].device.type != "cpu":
             kept_bytes += sum(tensor_bytes(case.ref_outputs))
-            if kept_bytes > device_budget_bytes:  # over budget after all: move this one to the CPU
-                case.ref_outputs = [o.to("cpu", copy=True) for o in case.ref_outputs]
+            if kept_bytes > budget:  # over budget after all: move this one to the CPU
+                kept_bytes -= sum(tensor_bytes(case.ref_outputs))
+                case.ref_outputs = [host_copy(o) for o in case.ref_outputs]
         return case, mutated
 
     for i in range(trials):

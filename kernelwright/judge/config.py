@@ -69,6 +69,13 @@ class JudgeConfig:
     # references computed faster than this are not stored: writing an entry (1-2 GB: 7-14 s on the
     # H100 machine) costs more than recomputing them for every candidate of a search (0: store all)
     reference_cache_min_compute_s: float = 1.0
+    # share of the GPU's free memory that the reference outputs of all trials may keep on the device,
+    # always leaving one trial's room beside them (check.DeviceRoom); the rest stay in host memory and
+    # are copied back trial by trial. A higher share makes large problems judged one at a time much
+    # faster (H100, 6.4 GB outputs: 7-8 s a call at 0.5-0.75), but at 0.5 two evaluations of 39_L2Norm_
+    # ran out of memory with the GPU to themselves in the four-runner bench; 0.25 passed it
+    # (docs/benchmarks.md). Raise it only where one evaluation at a time has the GPU.
+    reference_device_share: float = 0.25
 
     def __post_init__(self) -> None:
         self.rules = get_rules(self.rules).name  # a clear error for an unknown name; canonical spelling

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 
 from ..problem.reference import declared_work
-from .check import Comparison, compare_tensor, flatten_outputs
+from .check import Comparison, compare_tensor, flatten_outputs, host_copy
 
 GRAD_SEED_OFFSET = 7919  # output gradients draw from seed + this, apart from the inputs' stream
 NO_GRAPH = ("the backward pass is part of this problem, but no floating output of ModelNew.forward is connected to "
@@ -128,7 +128,7 @@ class GradRunner:
                 _, grads = self.run(model, inputs, case.seed)
             sync()
             keep_here = bool(case.ref_outputs) and case.ref_outputs[0].device.type != "cpu"
-            case.ref_grads = {name: (g.detach().clone() if keep_here else g.detach().to("cpu", copy=True))
+            case.ref_grads = {name: (g.detach().clone() if keep_here else host_copy(g))
                               for name, g in grads.items()}
         return ops
 

@@ -1,6 +1,6 @@
 """The worker's side of the reference store (`refstore`): what the reference outputs of a problem
-depend on (`key_fields`), how they are written for the supervisor to publish (`save`) and read
-back (`load`).
+depend on (`key_fields`), how they are written for the supervisor to publish (`payload`, `save`)
+and read back (`read`, `place`).
 
 An entry holds, for every trial and the refill case, the reference outputs, the inputs the
 reference writes in place and their values, the expected gradients (backward problems), the
@@ -10,9 +10,10 @@ device. Inputs themselves are not stored: each candidate regenerates its own fro
 seed, on the device where `get_inputs()` allows it (`check.make_inputs`), so it gets fresh buffers
 and nothing it writes reaches the store or the next candidate.
 
-Loading maps the file (`torch.load(mmap=True, weights_only=True)`, private pages: a write changes
-this process's copy only) and moves outputs to the device within the same memory budget as
-computing them (`check.reference_cases`).
+Reading maps the file (`torch.load(mmap=True, weights_only=True)`, private pages: a write changes
+this process's copy only) with no device work, before the worker holds the device; placing moves
+outputs to the device, under the hold, within the same room as computing them
+(`check.DeviceRoom`, `check.reference_cases`).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import Any
 import torch
 
 from ..problem.inputs import variant_for_trial
-from .check import TrialCase, tensor_bytes
+from .check import DeviceRoom, TrialCase, host_copy, tensor_bytes
 
 # the judge code whose behaviour decides what an entry holds: a change to any of it is another key
 CODE = ("kernelwright.judge.check", "kernelwright.judge.grad", "kernelwright.judge.refcases",
@@ -88,39 +89,53 @@ def stored_bytes(refs: References) -> int:
     return total
 
 
-def save(refs: References, path: Path) -> int:
-    """Write `refs` to `path` (CPU copies); returns the file's size."""
-    payload = {"format": 1, "cases": [_case_dict(c) for c in refs.cases], "refill": _case_dict(refs.refill),
-               "ref_mutates": list(refs.ref_mutates), "ref_ops": dict(refs.ref_ops),
-               "launches": dict(refs.launches), "inputs_on_device": refs.inputs_on_device}
+def payload(refs: References) -> dict[str, Any]:
+    """What an entry holds, every tensor copied to the CPU (copies from the GPU: under the device's
+    hold); `save` writes it."""
+    return {"format": 1, "cases": [_case_dict(c) for c in refs.cases], "refill": _case_dict(refs.refill),
+            "ref_mutates": list(refs.ref_mutates), "ref_ops": dict(refs.ref_ops),
+            "launches": dict(refs.launches), "inputs_on_device": refs.inputs_on_device}
+
+
+def save(data: dict[str, Any], path: Path) -> int:
+    """Write a `payload` to `path`; returns the file's size."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(payload, path)
+    torch.save(data, path)
     return path.stat().st_size
 
 
 def _case_dict(case: TrialCase) -> dict[str, Any]:
-    cpu = lambda t: t.detach().to("cpu")  # noqa: E731 - a CPU tensor is saved as it is
+    cpu = lambda t: t.detach() if t.device.type == "cpu" else host_copy(t)  # noqa: E731 - saved as it is
     return {"index": case.index, "seed": case.seed, "variant": case.variant, "fallback_from": case.fallback_from,
-            "ref_outputs": [cpu(t) for t in case.ref_outputs],
+            "input_bytes": case.input_bytes, "ref_outputs": [cpu(t) for t in case.ref_outputs],
             "ref_inputs": {str(i): cpu(t) for i, t in case.ref_inputs.items()},
             "ref_grads": {name: cpu(t) for name, t in case.ref_grads.items()}}
 
 
-def load(path: Path, device: str, device_budget_bytes: int = 0) -> References:
-    """An entry read back: outputs (and the written inputs and gradients of their case) on the
-    device while their total fits `device_budget_bytes`, else the mapped CPU tensors."""
-    payload = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
-    if payload.get("format") != 1:
-        raise ValueError(f"reference entry of format {payload.get('format')!r}")
+def read(path: Path) -> dict[str, Any]:
+    """An entry's payload, its tensors mapped from the file on the CPU (no device work)."""
+    data = torch.load(path, map_location="cpu", mmap=True, weights_only=True)
+    if data.get("format") != 1:
+        raise ValueError(f"reference entry of format {data.get('format')!r}")
+    return data
+
+
+def place(data: dict[str, Any], device: str, room: DeviceRoom | None = None) -> References:
+    """A `read` payload as References: outputs (and the written inputs and gradients of their case)
+    on the device while their total fits the room's budget (none: keep all on the CPU), else the
+    mapped CPU tensors."""
+    room = room or DeviceRoom()
+    first = data["cases"][0] if data["cases"] else data["refill"]
+    budget = room.budget(int(first.get("input_bytes", 0)), sum(tensor_bytes(first["ref_outputs"])))
     kept = [0]
-    cases = [_case(c, device, device_budget_bytes, kept) for c in payload["cases"]]
-    refill = _case(payload["refill"], device, device_budget_bytes, kept)
+    cases = [_case(c, device, budget, kept) for c in data["cases"]]
+    refill = _case(data["refill"], device, budget, kept)
     if cases and cases[0].ref_outputs and cases[0].ref_outputs[0].device.type != "cpu":
         cases[0].pinned = list(cases[0].ref_outputs)  # as when computed: trial 0's outputs held on the device
-    return References(cases=cases, refill=refill, ref_mutates=[int(i) for i in payload["ref_mutates"]],
-                      ref_ops={str(k): int(v) for k, v in payload["ref_ops"].items()},
-                      launches={str(k): int(v) for k, v in payload["launches"].items()},
-                      inputs_on_device=payload["inputs_on_device"])
+    return References(cases=cases, refill=refill, ref_mutates=[int(i) for i in data["ref_mutates"]],
+                      ref_ops={str(k): int(v) for k, v in data["ref_ops"].items()},
+                      launches={str(k): int(v) for k, v in data["launches"].items()},
+                      inputs_on_device=data["inputs_on_device"])
 
 
 def _case(data: dict[str, Any], device: str, budget: int, kept: list[int]) -> TrialCase:
@@ -133,4 +148,5 @@ def _case(data: dict[str, Any], device: str, budget: int, kept: list[int]) -> Tr
     return TrialCase(index=int(data["index"]), seed=int(data["seed"]), variant=str(data["variant"]),
                      ref_outputs=[move(t) for t in outputs], fallback_from=data["fallback_from"],
                      ref_inputs={int(i): move(t) for i, t in data["ref_inputs"].items()},
-                     ref_grads={str(n): move(t) for n, t in data["ref_grads"].items()})
+                     ref_grads={str(n): move(t) for n, t in data["ref_grads"].items()},
+                     input_bytes=int(data.get("input_bytes", 0)))

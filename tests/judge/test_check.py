@@ -171,6 +171,44 @@ def test_reference_cases_regenerate_identical_inputs(tmp_path):
     assert torch.equal(torch.exp(again[0] * 30), cases[0].ref_outputs[0])
 
 
+GIB = 1 << 30
+
+
+def test_the_device_room_leaves_one_trial_room_beside_the_reference_outputs():
+    room = check.DeviceRoom(free=80 * GIB, share=0.5)
+    assert room.budget(0, 0) == 40 * GIB  # small trials: the share decides
+    # 7.5 GiB in and out (a full-size norm problem): two inputs, four poisoned output blocks and the
+    # margin stay free, so less than the share is kept
+    assert room.budget(int(7.5 * GIB), int(7.5 * GIB)) == 80 * GIB - 15 * GIB - 30 * GIB - check.TRIAL_MARGIN
+    assert room.budget(40 * GIB, 40 * GIB) == 0  # a trial alone does not fit: keep none
+    assert check.DeviceRoom().budget(0, 0) == 0  # off a GPU
+    assert check.DeviceRoom(free=80 * GIB, share=0.0).budget(0, 0) == 0
+
+
+def test_a_host_copy_keeps_values_and_strides_in_storage_of_its_own():
+    t = torch.arange(12.0).reshape(3, 4).t()  # transposed: strides (1, 4)
+    copy = check.host_copy(t)
+    assert torch.equal(copy, t) and copy.stride() == t.stride()
+    copy.zero_()
+    assert t.sum() == 66
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_reference_outputs_stay_there_while_the_room_lasts(tmp_path):
+    path = tmp_path / "exp_problem.py"
+    path.write_text(PROBLEM_OVERFLOWS_ON_WIDE.replace("n = 64", "n = 1 << 20"))
+    problem = load_problem(path)
+    out = 4 << 20  # one case's outputs: 2**20 float32
+    room = check.DeviceRoom(free=2 * out + 4 * out + check.TRIAL_MARGIN + 2 * out, share=1.0)  # two cases' worth
+    sync = torch.cuda.synchronize
+    cases, refill, _ = check.reference_cases(problem, problem.make_model(0, "cuda"), 3, 42, "cuda", sync, room=room)
+    places = [c.ref_outputs[0].device.type for c in [*cases, refill]]
+    assert places == ["cuda", "cuda", "cpu", "cpu"]
+    again = check.make_inputs(problem, cases[2].seed, cases[2].variant, "cuda")
+    assert torch.equal(problem.make_model(0, "cuda")(*again).cpu(), cases[2].ref_outputs[0])  # copied whole
+    assert cases[0].input_bytes == out
+
+
 def _blocked_matmul(a: torch.Tensor, b: torch.Tensor, block: int) -> torch.Tensor:
     """a @ b summed over K in blocks: a correct result in another summation order."""
     out = torch.zeros(a.shape[0], b.shape[1])

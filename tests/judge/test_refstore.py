@@ -152,16 +152,16 @@ def test_an_entry_reads_back_mapped_and_a_write_to_it_stays_in_this_process(tmp_
     refs = refcases.References(cases=[_case(0), _case(1)], refill=_case(2), ref_mutates=[0],
                                ref_ops={"aten::relu": 1}, launches={}, inputs_on_device=None)
     path = tmp_path / "cases.pt"
-    refcases.save(refs, path)
+    refcases.save(refcases.payload(refs), path)
     before = path.read_bytes()
-    back = refcases.load(path, "cpu")
+    back = refcases.place(refcases.read(path), "cpu")
     assert [c.seed for c in back.cases] == [42, 43] and back.refill.index == 2
     assert torch.equal(back.cases[1].ref_outputs[0], refs.cases[1].ref_outputs[0])
     assert torch.equal(back.cases[0].ref_inputs[0], refs.cases[0].ref_inputs[0])
     assert back.ref_mutates == [0] and back.ref_ops == {"aten::relu": 1}
     back.cases[0].ref_outputs[0].zero_()  # private pages: the file is untouched
     assert path.read_bytes() == before
-    assert torch.equal(refcases.load(path, "cpu").cases[0].ref_outputs[0], refs.cases[0].ref_outputs[0])
+    assert torch.equal(refcases.place(refcases.read(path), "cpu").cases[0].ref_outputs[0], refs.cases[0].ref_outputs[0])
 
 
 # ----------------------------------------------------------------------------- end to end (sandboxed, CPU)

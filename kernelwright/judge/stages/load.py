@@ -50,19 +50,22 @@ def run(ctx: Context) -> Loaded | None:
         ctx.verdict.overrides, ctx.verdict.shrunk = dict(problem.overrides), problem.shrunk
         backward = grad.runner_for(problem, device)
     sync = lambda: guards.synchronize(device)  # noqa: E731
-    with ctx.on_device(lock, "shared"):
-        with ctx.timer("reference"):
-            reply, refs = refstage.lookup(ctx, problem, device)
-            cache = refstage.hit_record(reply) if refs is not None else None
+    with ctx.timer("reference"):
+        reply, entry = refstage.lookup(ctx, problem, device)  # no device work: before the hold
+    staged = None
+    with ctx.on_device(lock, "shared"), ctx.timer("reference"):
+        refs = refstage.place(ctx, reply, entry, device)
+        cache = refstage.hit_record(reply) if refs is not None else None
+        del entry
+        if refs is None:
+            computing = time.perf_counter()
+            refs = compute_references(ctx, problem, device, sync, backward)
             if refs is None:
-                computing = time.perf_counter()
-                refs = compute_references(ctx, problem, device, sync, backward)
-                if refs is None:
-                    return None
-                compute_s = time.perf_counter() - computing
-        if cache is None:
-            with ctx.timer("reference_store"):
-                cache = refstage.store(ctx, reply, refs, compute_s)
+                return None
+            staged = refstage.stage(ctx, reply, refs, time.perf_counter() - computing)
+    if cache is None:
+        with ctx.timer("reference_store"):
+            cache = refstage.store(ctx, staged)
     if refs.inputs_on_device is not None:  # as decided when they were computed
         check.assume_inputs_on_device(problem, device, refs.inputs_on_device)
     ctx.verdict.reference = refside.record(describe_reference(problem), refs.launches, refs.ref_ops,
@@ -83,13 +86,13 @@ def compute_references(ctx: Context, problem, device: str, sync, backward):
     from ...problem.reference import TritonLaunchRecorder
     from .. import check
     from ..refcases import References
-    from .reference import reference_budget
+    from .reference import device_room
 
     try:
         reference = problem.make_model(ctx.config.seed, device)
         cases, refill, ref_mutates = check.reference_cases(
             problem, reference, ctx.config.trials, ctx.config.seed, device, sync,
-            device_budget_bytes=reference_budget(device))
+            room=device_room(device, ctx.config))
         inputs = check.make_inputs(problem, ctx.config.seed, cases[0].variant, device)
         with TritonLaunchRecorder() as launches:
             ref_ops = dict(record_aten_ops(reference, *inputs))

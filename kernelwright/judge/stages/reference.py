@@ -4,6 +4,9 @@ or computed, then offered to the store; both before any candidate code exists in
 The order is the defence: the worker asks its supervisor for the entry (`references`), which
 verifies it against its digests; on a miss it computes every trial's reference outputs as always,
 writes them to its own work folder and asks the supervisor to publish them (`store_references`).
+Only what touches the device runs while the worker holds it shared: placing a hit's outputs there,
+computing them, and copying them back for the store; the supervisor's lookup, mapping the entry's
+file, and writing and publishing an entry do not hold it up for a worker waiting to time.
 The supervisor accepts both requests only before the baseline seal that ends stage 1, so no
 process that has run candidate code can add to, or ask of, the store. Without a supervisor (a
 worker run by hand) the references are computed and not stored.
@@ -11,19 +14,19 @@ worker run by hand) the references are computed and not stored.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .context import Context, read_text
 
-# share of the GPU's free memory the reference outputs of all trials may keep on the device
-REFERENCE_MEMORY_SHARE = 0.25
 STAGED = Path("reference-stage") / "cases.pt"  # in the worker's work folder (its cwd)
 _perf_counter = time.perf_counter
 
 
-def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, Any]:
-    """(the store's reply, the loaded `refcases.References` on a verified hit, else None)."""
+def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the store's reply, the entry's payload `read` on the CPU on a verified hit, else None). No
+    device work: runs before the worker holds the device."""
     from .. import guards, refcases, service
 
     if not service.available() or ctx.config.reference_cache_entry_bytes <= 0:
@@ -40,16 +43,42 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, A
     if not reply.get("hit"):
         return reply, None
     try:
-        return reply, refcases.load(Path(reply["path"]), device, reference_budget(device))
+        return reply, refcases.read(Path(reply["path"]))
     except Exception as exc:  # noqa: BLE001 - evicted meanwhile, or unreadable: compute instead
-        reply.update(hit=False, why=f"entry unreadable: {type(exc).__name__}: {exc}")
-        return reply, None
+        return unreadable(reply, exc), None
 
 
-def store(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) -> dict[str, Any] | None:
-    """Offer freshly computed references (computed in `compute_s` seconds) to the store; what
-    happened, for the verdict."""
-    from .. import refcases, service
+def place(ctx: Context, reply: dict[str, Any] | None, entry: dict[str, Any] | None, device: str):
+    """A hit's References on the device (under the hold), or None: then they are computed."""
+    from .. import refcases
+
+    if reply is None or entry is None:
+        return None
+    try:
+        return refcases.place(entry, device, device_room(device, ctx.config))
+    except Exception as exc:  # noqa: BLE001 - a malformed entry: compute instead
+        unreadable(reply, exc)
+        return None
+
+
+def unreadable(reply: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    reply.update(hit=False, why=f"entry unreadable: {type(exc).__name__}: {exc}")
+    return reply
+
+
+@dataclass
+class Staged:
+    """Freshly computed references on their way to the store: the payload (CPU copies, made under
+    the device's hold) or why they are not offered."""
+
+    record: dict[str, Any]
+    payload: dict[str, Any] | None = None
+
+
+def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) -> Staged | None:
+    """Whether freshly computed references (in `compute_s` seconds) go to the store; their CPU copies
+    if so. Under the hold (the copies read the device); `store` writes them after it."""
+    from .. import refcases
 
     if reply is None:
         return None
@@ -59,17 +88,27 @@ def store(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) ->
         record["stored"] = False
         record["note"] = (f"not stored: computed in {compute_s:.2f} s, under reference_cache_min_compute_s "
                           f"({least:g} s): cheaper to compute again than to store")
-        return record
+        return Staged(record)
     size = refcases.stored_bytes(refs)
     cap = ctx.config.reference_cache_entry_bytes
     if size > cap:
         record["stored"] = False
         record["note"] = (f"not stored: {size / 2**30:.2f} GiB of reference tensors is above the cap of "
                           f"{cap / 2**30:.2f} GiB (reference_cache_entry_bytes); every candidate computes them")
-        return record
-    started = _perf_counter()
+        return Staged(record)
+    return Staged(record, refcases.payload(refs))
+
+
+def store(ctx: Context, staged: Staged | None) -> dict[str, Any] | None:
+    """Write staged references and ask the supervisor to publish them (no device work: after the
+    hold); what happened, for the verdict."""
+    from .. import refcases, service
+
+    if staged is None or staged.payload is None:
+        return staged.record if staged is not None else None
+    record, started = staged.record, _perf_counter()
     try:
-        refcases.save(refs, STAGED.absolute())
+        refcases.save(staged.payload, STAGED.absolute())
         answer = service.call("store_references", path=str(STAGED.absolute()))
         record.update(stored=bool(answer.get("stored")), bytes=answer.get("bytes"))
         if answer.get("why"):
@@ -78,6 +117,7 @@ def store(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) ->
         record.update(stored=False, note=f"not stored: {type(exc).__name__}: {exc}")
     finally:
         STAGED.unlink(missing_ok=True)
+        staged.payload = None
     record["store_s"] = round(_perf_counter() - started, 3)
     return record
 
@@ -86,14 +126,16 @@ def hit_record(reply: dict[str, Any]) -> dict[str, Any]:
     return {"hit": True, "key": reply.get("key", ""), "verify_s": reply.get("verify_s")}
 
 
-def reference_budget(device: str) -> int:
-    """Bytes of reference outputs that may stay on the GPU (a share of its free memory)."""
+def device_room(device: str, config):
+    """What the reference outputs may keep on the GPU (a `check.DeviceRoom`: nothing off a GPU)."""
+    from ..check import DeviceRoom
+
     if not device.startswith("cuda"):
-        return 0
+        return DeviceRoom()
     import torch
 
     try:
         free, _ = torch.cuda.mem_get_info(torch.device(device))
     except Exception:  # noqa: BLE001 - unknown: keep them on the CPU
-        return 0
-    return int(free * REFERENCE_MEMORY_SHARE)
+        return DeviceRoom()
+    return DeviceRoom(free=int(free), share=config.reference_device_share)
