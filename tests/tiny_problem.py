@@ -2,6 +2,8 @@
 enough for CPU tests: what the suite, CLI and re-judge tests write as their problems."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from kernelwright.judge.config import JudgeConfig
 
 TINY = """import torch
@@ -21,3 +23,11 @@ def get_init_inputs():
     return []
 """
 FAST = JudgeConfig(trials=2, baselines=("eager",), warmup_ms=1, rep_ms=5, min_reps=3, max_reps=10, device="cpu")
+
+
+def write_problems(folder: Path, scales: tuple[int, ...] = (2, 3)) -> list[Path]:
+    """TINY at each scale as `relu_x<scale>.py` in `folder` (made here): a suite of tiny problems, sorted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for scale in scales:
+        (folder / f"relu_x{scale}.py").write_text(TINY.format(scale=scale))
+    return sorted(folder.glob("*.py"))

@@ -16,7 +16,7 @@ from kernelwright.cli import no_llm
 from kernelwright.cli.app import app
 from kernelwright.cli.optimize_cmd import build_options
 from kernelwright.search.drivers.session import RunOptions, prepare_run_dir
-from tiny_problem import TINY
+from tiny_problem import write_problems
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "problems" / "scale_bias_gelu.py"
@@ -147,9 +147,7 @@ def test_a_machine_error_mid_run_ends_failed_not_done(user, monkeypatch):
 
 def test_a_suite_without_an_llm_runs_each_problem(user):
     suite = user / "suite"
-    suite.mkdir()
-    for scale in (2, 3):
-        (suite / f"relu_x{scale}.py").write_text(TINY.format(scale=scale))
+    write_problems(suite)
     done = subprocess.run([sys.executable, "-m", "kernelwright", "optimize", str(suite), "--max-evals", "1",
                            "--json", *FAST], cwd=user, capture_output=True, text=True, timeout=300,
                           env={**_env(), "TRITON_INTERPRET": "1"})

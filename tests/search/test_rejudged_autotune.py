@@ -24,7 +24,7 @@ from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.store import RunStore
 from kernelwright.store.suite import read_manifest
-from tiny_problem import FAST, TINY
+from tiny_problem import FAST, write_problems
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB."
 TRIALS = [TrialResult(0, 42, "given", True), TrialResult(1, 43, "signed", True)]
@@ -66,11 +66,7 @@ def rejudged_pass(name: str, ms: float, speedup: float) -> str:
 
 @pytest.fixture
 def problems(tmp_path) -> list[Path]:
-    folder = tmp_path / "problems"
-    folder.mkdir()
-    for scale in (2, 3):
-        (folder / f"relu_x{scale}.py").write_text(TINY.format(scale=scale))
-    return sorted(folder.glob("*.py"))
+    return write_problems(tmp_path / "problems")
 
 
 def answer(folder: Path, text_of) -> list[str]:

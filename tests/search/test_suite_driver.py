@@ -15,17 +15,13 @@ from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.search.budget import Limits
 from kernelwright.store import RunStore
 from kernelwright.store.suite import entries_for, find_runs, read_manifest
-from tiny_problem import FAST, TINY
+from tiny_problem import FAST, write_problems
 
 
 
 @pytest.fixture
 def problems(tmp_path) -> list[Path]:
-    folder = tmp_path / "problems"
-    folder.mkdir()
-    for scale in (2, 3):
-        (folder / f"relu_x{scale}.py").write_text(TINY.format(scale=scale))
-    return sorted(folder.glob("*.py"))
+    return write_problems(tmp_path / "problems")
 
 
 def test_run_folders_are_named_after_their_problems(tmp_path):
