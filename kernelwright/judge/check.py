@@ -226,13 +226,14 @@ def reference_cases(problem, model, trials: int, seed: int, device: str, sync,
         nonlocal kept_bytes, budget
         case, mutated = reference_case(problem, model, index, seed_, variant, device, sync,
                                        keep_on_device=budget is None or kept_bytes < budget)
+        size = sum(tensor_bytes(case.ref_outputs))
         if budget is None:
-            budget = room.budget(case.input_bytes, sum(tensor_bytes(case.ref_outputs)))
+            budget = room.budget(case.input_bytes, size)
         if case.ref_outputs and case.ref_outputs[0].device.type != "cpu":
-            kept_bytes += sum(tensor_bytes(case.ref_outputs))
-            if kept_bytes > budget:  # over budget after all: move this one to the CPU
-                kept_bytes -= sum(tensor_bytes(case.ref_outputs))
+            if kept_bytes + size > budget:  # over budget after all: move this one to the CPU
                 case.ref_outputs = [host_copy(o) for o in case.ref_outputs]
+            else:
+                kept_bytes += size
         return case, mutated
 
     for i in range(trials):
