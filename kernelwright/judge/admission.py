@@ -24,7 +24,9 @@ may have caused is judged again with the GPU to itself before it becomes a verdi
   same GPU, or whose GPU other processes held memory on when its OOM verdict came back, shared the
   GPU: its OOM is judged again once with no other job of any judge on the GPU (`OOM_RETRIED`: its
   ledger entry, exclusive, keeps new jobs of every judge out while it waits and runs); an OOM with
-  the GPU to itself is the candidate's own (`OOM_ALONE`).
+  the GPU to itself is the candidate's own (`OOM_ALONE`) once the judge's own memory is ruled out
+  too: an OOM while the worker kept reference outputs on the GPU (`JudgeConfig.reference_device_share`)
+  is judged again, alone, with them all in host memory (`OOM_REFERENCE_ON_HOST`).
 
 No torch here: the pool is a trusted process that never imports it.
 """
@@ -46,6 +48,7 @@ GIB = 1 << 30
 OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
 OOM_RETRIED = "oom_retried_alone"
 OOM_ALONE = "oom_alone"
+OOM_REFERENCE_ON_HOST = "oom_retried_reference_on_host"
 PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdict.environment
 
 
@@ -243,12 +246,14 @@ def peak_of(verdict) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object]):
+def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object],
+                 on_host: Callable[[], object] | None = None):
     """Run one evaluation (`run()` -> Verdict, or None when it was cancelled) on `gpu` once admitted;
-    record its measured peak; an OOM while sharing the GPU is judged again alone once, and the
+    record its measured peak. An OOM is the candidate's own only once neither sharing the GPU nor
+    the judge's own memory can have caused it: an OOM while sharing the GPU is judged again alone
+    once; an OOM beside reference outputs the judge kept on the GPU is judged again, alone, with
+    them in host memory (`on_host()`: the same evaluation with reference_device_share 0). The
     verdict says which it was."""
-    from .verdict import INFO, Flag
-
     with admission.admitted(gpu, key) as seat:
         verdict = run()
         if verdict is None:  # cancelled while it waited: nothing ran
@@ -257,22 +262,51 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
     _note_wait(verdict, seat.waited_s)
     if not is_oom(verdict):
         return verdict
+    waited = seat.waited_s
     others = seat.shared_with + seat.other_judges or admission.gpu_processes(gpu) or 0
-    if not others:
-        verdict.flags.append(Flag(OOM_ALONE, INFO, _alone(admission)))
-        return verdict
-    first = (verdict.error or "").strip()[:300]
+    if others:
+        verdict, waited = _again_alone(admission, gpu, key, run, verdict, waited, OOM_RETRIED, (
+            f"ran out of GPU memory while {_sharing(seat, others)} shared the GPU (a co-scheduling failure, "
+            f"not held against the candidate); judged again with no other evaluation {_scope(admission)} on "
+            f"the GPU, this is that verdict"))
+    kept = reference_on_device(verdict)
+    if is_oom(verdict) and kept != 0 and on_host is not None:
+        held = "reference outputs" if kept is None else f"{kept / GIB:.2f} GiB of reference outputs"
+        verdict, waited = _again_alone(admission, gpu, key, on_host, verdict, waited, OOM_REFERENCE_ON_HOST, (
+            f"ran out of GPU memory while the judge may keep {held} on the GPU (reference_device_share: the "
+            f"judge's memory, not held against the candidate); judged again alone with every reference output "
+            f"in host memory, this is that verdict"))
+    if is_oom(verdict):
+        verdict.flags.append(_flag(OOM_ALONE, _alone(admission)))
+    return verdict
+
+
+def _again_alone(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object], first,
+                 waited: float, code: str, why: str):
+    """(the verdict of `run()`, judged again with no other evaluation on the GPU and flagged `code`
+    with `why` and the first run's error; the seconds waited for room in all)."""
+    said = (first.error or "").strip()[:300]
     with admission.admitted(gpu, key, exclusive=True) as alone:
-        retried = run()
-    admission.record(key, peak_of(retried))
-    _note_wait(retried, seat.waited_s + alone.waited_s)
-    retried.flags.append(Flag(OOM_RETRIED, INFO, (
-        f"ran out of GPU memory while {_sharing(seat, others)} shared the GPU (a co-scheduling failure, "
-        f"not held against the candidate); judged again with no other evaluation {_scope(admission)} on "
-        f"the GPU, this is that verdict. The first run said: {first}")))
-    if is_oom(retried):
-        retried.flags.append(Flag(OOM_ALONE, INFO, _alone(admission)))
-    return retried
+        verdict = run()
+    admission.record(key, peak_of(verdict))
+    waited += alone.waited_s
+    _note_wait(verdict, waited)
+    verdict.flags.extend(f for f in first.flags if f.code in (OOM_RETRIED, OOM_REFERENCE_ON_HOST))
+    verdict.flags.append(_flag(code, f"{why}. The first run said: {said}"))
+    return verdict, waited
+
+
+def _flag(code: str, message: str):
+    from .verdict import INFO, Flag
+
+    return Flag(code, INFO, message)
+
+
+def reference_on_device(verdict) -> int | None:
+    """Bytes of reference outputs the judge kept on the GPU in this evaluation; None where the
+    evaluation stopped before it recorded them (an OOM while computing them, say)."""
+    value = (getattr(verdict, "precision", None) or {}).get("reference_on_device_bytes")
+    return value if isinstance(value, int) else None
 
 
 def _note_wait(verdict, seconds: float) -> None:

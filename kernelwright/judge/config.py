@@ -71,11 +71,11 @@ class JudgeConfig:
     reference_cache_min_compute_s: float = 1.0
     # share of the GPU's free memory that the reference outputs of all trials may keep on the device,
     # always leaving one trial's room beside them (check.DeviceRoom); the rest stay in host memory and
-    # are copied back trial by trial. A higher share makes large problems judged one at a time much
-    # faster (H100, 6.4 GB outputs: 7-8 s a call at 0.5-0.75), but at 0.5 two evaluations of 39_L2Norm_
-    # ran out of memory with the GPU to themselves in the four-runner bench; 0.25 passed it
-    # (docs/benchmarks.md). Raise it only where one evaluation at a time has the GPU.
-    reference_device_share: float = 0.25
+    # are copied back trial by trial. A higher share makes large problems much faster to judge (H100,
+    # 6.4 GB outputs: 7-8 s a call at 0.5 against 16-19 s at 0.25). An OOM beside these copies is the
+    # judge's, not the candidate's: the pool judges it again, alone, with the share at 0
+    # (admission.OOM_REFERENCE_ON_HOST), before an OOM counts against a candidate (docs/judge.md).
+    reference_device_share: float = 0.5
 
     def __post_init__(self) -> None:
         self.rules = get_rules(self.rules).name  # a clear error for an unknown name; canonical spelling

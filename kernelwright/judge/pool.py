@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
@@ -319,7 +319,11 @@ class JudgePool:
         if not gpu:
             return run()
         key = job_memory_key(job, config)
-        return run_admitted(self.admission, gpu, key, run)
+        on_host = None
+        if config.reference_device_share > 0:  # an OOM beside the judge's own copies: again without them
+            lean = replace(config, reference_device_share=0.0)
+            on_host = lambda: self._on_lane(job, lean, gpu, future)  # noqa: E731
+        return run_admitted(self.admission, gpu, key, run, on_host)
 
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom,
-                                          memory_key)
+from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_REFERENCE_ON_HOST, OOM_RETRIED, PEAK_KEY,
+                                          MemoryAdmission, is_oom, memory_key)
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
@@ -112,30 +112,39 @@ def test_jobs_of_a_problem_wait_for_its_first_measurement_then_share_the_gpu():
 
 class SharingPool(JudgePool):
     """Evaluations replaced by a fake that measures a peak of 1 GiB and runs out of memory while
-    another evaluation runs on the GPU at the same time (or always, for candidates named "hog")."""
+    another evaluation runs on the GPU at the same time (or always, for candidates named "hog").
+    Like the worker, it keeps reference outputs on the GPU (`kept` bytes) only while the config's
+    reference_device_share is above 0; "tight" runs out of memory only beside them, and "early"
+    runs out before it records what it kept (while computing the references, say)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, kept: int = 0, **kwargs):
         super().__init__(*args, **kwargs)
-        self.lock, self.running, self.calls = threading.Lock(), 0, []
+        self.lock, self.running, self.calls, self.shares, self.kept = threading.Lock(), 0, [], [], kept
 
     def _run(self, job, config, env, phase):
+        name = job.candidate.name
         with self.lock:
             self.running += 1
-            self.calls.append(job.candidate.name)
+            self.calls.append(name)
+            self.shares.append(config.reference_device_share)
         time.sleep(0.3)
         with self.lock:
             crowded = self.running > 1
             self.running -= 1
-        verdict = Verdict(problem="p", candidate=job.candidate.name, status=PASS, environment={PEAK_KEY: GIB})
-        first_outside = job.candidate.name == "outside" and self.calls.count("outside") == 1
-        if crowded or job.candidate.name == "hog" or first_outside:
+        kept = self.kept if config.reference_device_share > 0 else 0
+        verdict = Verdict(problem="p", candidate=name, status=PASS, environment={PEAK_KEY: GIB},
+                          config=config.to_dict())
+        if name != "early" or not kept:
+            verdict.precision["reference_on_device_bytes"] = kept
+        first_outside = name == "outside" and self.calls.count("outside") == 1
+        if crowded or name == "hog" or first_outside or (name in ("tight", "early") and kept):
             verdict.status, verdict.error = ERROR, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
         return verdict
 
 
-def _pool(processes: int = 0) -> SharingPool:
+def _pool(processes: int = 0, kept: int = 0) -> SharingPool:
     return SharingPool(JudgeConfig(device="cuda"), gpus=[0], per_gpu=3, warm=False, precompile=False,
-                       free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: processes)
+                       free_bytes=lambda gpu: 80 * GIB, gpu_processes=lambda gpu: processes, kept=kept)
 
 
 def test_an_oom_caused_by_sharing_the_gpu_is_retried_alone_and_passes():
@@ -159,6 +168,43 @@ def test_an_oom_alone_is_the_candidates_own_and_is_not_retried():
     assert verdict.status == ERROR and is_oom(verdict)
     assert [f.code for f in verdict.flags] == [OOM_ALONE]
     assert pool.calls == ["hog"]
+
+
+def test_an_oom_beside_the_judges_reference_outputs_is_judged_again_with_them_in_host_memory():
+    pool = _pool(kept=12 * GIB)
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "tight"))])[0]
+    assert verdict.status == PASS and pool.calls == ["tight", "tight"]
+    assert pool.shares == [0.5, 0.0] and verdict.config["reference_device_share"] == 0.0
+    [flag] = verdict.flags
+    assert flag.code == OOM_REFERENCE_ON_HOST and "12.00 GiB of reference outputs" in flag.message
+    assert "CUDA out of memory" in flag.message and "not held against the candidate" in flag.message
+
+
+def test_an_oom_with_the_references_in_host_memory_too_is_the_candidates_own():
+    pool = _pool(kept=12 * GIB)
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "hog"))])[0]
+    assert verdict.status == ERROR and pool.shares == [0.5, 0.0]
+    assert [f.code for f in verdict.flags] == [OOM_REFERENCE_ON_HOST, OOM_ALONE]
+
+
+def test_an_oom_before_the_references_were_recorded_is_judged_again_with_them_in_host_memory():
+    pool = _pool(kept=12 * GIB)
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "early"))])[0]
+    assert verdict.status == PASS and pool.shares == [0.5, 0.0]
+    assert [f.code for f in verdict.flags] == [OOM_REFERENCE_ON_HOST]
+    assert "may keep reference outputs on the GPU" in verdict.flags[0].message
+
+
+def test_an_oom_with_no_reference_output_on_the_gpu_is_not_judged_again():
+    pool = SharingPool(JudgeConfig(device="cuda", reference_device_share=0.0), gpus=[0], per_gpu=1, warm=False,
+                       precompile=False, free_bytes=lambda gpu: 80 * GIB, kept=12 * GIB)
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "hog"))])[0]
+    assert verdict.status == ERROR and pool.calls == ["hog"]
+    assert [f.code for f in verdict.flags] == [OOM_ALONE]
 
 
 def test_an_oom_while_another_process_held_the_gpu_is_retried_too():
