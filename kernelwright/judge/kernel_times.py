@@ -1,7 +1,8 @@
 """Where a candidate's GPU time goes: the share of each kernel it launches per forward.
 
-After the timing, the judge records a few more forwards under torch.profiler (CUPTI) and sums the
-device time of each kernel per call: cheap (well under a second for most candidates), and enough
+After the timing and the energy window, in the same exclusive hold of the device, the judge records
+a few more forwards under torch.profiler (CUPTI) and, after the hold, sums the device time of each
+kernel per call: cheap (well under a second for most candidates), and enough
 for a model to see which of two kernels dominates. The candidate is already warm (compiled,
 autotuned) by then. On a CPU there is no kernel timeline (Triton runs in the interpreter), so the
 record says so instead of inventing numbers.
@@ -10,7 +11,9 @@ Stdlib at import; torch and kernelwright.profile.torchprof are imported when mea
 """
 from __future__ import annotations
 
+import contextlib
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 CALLS = 5  # recorded forwards after the profiler's own warm-up forward
@@ -47,19 +50,50 @@ def unavailable(reason: str) -> dict[str, Any]:
 
 def measure(forward: Callable[[], object], device: str, calls: int = CALLS,
             hold: Callable[[], ContextManager] | None = None) -> dict[str, Any]:
-    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}.
-    `hold` (the device's exclusive lock) is held around the recorded forwards only: the profiler's
-    set-up and the parsing of its events happen outside it (torchprof.record_timeline)."""
-    if not str(device).startswith("cuda"):
-        return unavailable("evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
-                           "interpreter), so no per-kernel times")
-    try:
-        from kernelwright.profile.torchprof import PROFILER_WARMUP_CALLS, record_timeline, summarize_timeline
+    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}:
+    `record` inside `hold()` (the device's exclusive lock), then `read` after it."""
+    with (hold or contextlib.nullcontext)():
+        recording = record(forward, device, calls)
+    return read(recording)
 
-        events = record_timeline(forward, calls, use_cuda=True, hold=hold)
-        summary = summarize_timeline(events, skip=PROFILER_WARMUP_CALLS, top=10_000)
+
+@dataclass
+class Recording:
+    """The stopped profiler of `record` (its events not read yet), or why there is none."""
+
+    profiler: Any = None
+    reason: str = ""
+
+
+def record(forward: Callable[[], object], device: str, calls: int = CALLS) -> Recording:
+    """Profile `calls` forwards (after the profiler's warm-up forward) where the caller holds the
+    device exclusively: the judge runs it in the hold of its timing, after the timing and the
+    energy window, so tracing is never enabled while they measure. Reading the events (`read`)
+    takes longer than recording them: do it after the hold."""
+    if not str(device).startswith("cuda"):
+        return Recording(reason="evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
+                                "interpreter), so no per-kernel times")
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        from kernelwright.profile.torchprof import trace_forwards
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        return Recording(profiler=trace_forwards(prof, forward, calls, use_cuda=True))
     except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
-        return unavailable(f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")
+        return Recording(reason=f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")
+
+
+def read(recording: Recording) -> dict[str, Any]:
+    """The verdict's record of a `record`ing: per-call kernel times and shares, or why not."""
+    if recording.profiler is None:
+        return unavailable(recording.reason or "no kernel timeline was recorded")
+    try:
+        from kernelwright.profile.torchprof import PROFILER_WARMUP_CALLS, summarize_timeline, timeline_events
+
+        summary = summarize_timeline(timeline_events(recording.profiler), skip=PROFILER_WARMUP_CALLS, top=10_000)
+    except Exception as exc:  # noqa: BLE001
+        return unavailable(f"the kernel timeline could not be read: {type(exc).__name__}: {exc}")
     return from_summary(summary)
 
 

@@ -223,22 +223,38 @@ def record_timeline(forward: Callable[[], object], calls: int, use_cuda: bool,
     `hold` (e.g. the judge's exclusive device lock) is held only around the recording window: the
     profiler is set up (kineto and CUPTI initialised, tracing enabled) before it and its events are
     parsed after it, so the hold lasts about as long as the forwards themselves."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     prof = profile(activities=activities)
     prof.prepare_trace()
     with (hold or contextlib.nullcontext)():
-        prof.start_trace()
-        try:
-            for _ in range(PROFILER_WARMUP_CALLS + calls):
-                with record_function(FORWARD_RANGE):
-                    forward()
-                if use_cuda:  # outside the range: the next forward starts on an idle device
-                    torch.cuda.synchronize()
-        finally:
-            prof.stop_trace()
+        trace_forwards(prof, forward, calls, use_cuda)
+    return timeline_events(prof)
+
+
+def trace_forwards(prof, forward: Callable[[], object], calls: int, use_cuda: bool):
+    """Start `prof` (a torch.profiler.profile, set up or not), run PROFILER_WARMUP_CALLS + `calls`
+    forwards each in its range, stop it; returns `prof`, whose events `timeline_events` reads."""
+    import torch
+    from torch.profiler import record_function
+
+    prof.start_trace()
+    try:
+        for _ in range(PROFILER_WARMUP_CALLS + calls):
+            with record_function(FORWARD_RANGE):
+                forward()
+            if use_cuda:  # outside the range: the next forward starts on an idle device
+                torch.cuda.synchronize()
+    finally:
+        prof.stop_trace()
+    return prof
+
+
+def timeline_events(prof) -> list[TimelineEvent]:
+    """The events that matter of a stopped profiler (parsing them takes a while: outside any hold)."""
+    import torch
+
     cuda_type = torch.autograd.DeviceType.CUDA
     events = [
         TimelineEvent(e.name, _event_kind(e, cuda_type), float(e.time_range.start), float(e.time_range.end))

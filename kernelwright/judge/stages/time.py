@@ -4,11 +4,11 @@ L2 flush on a GPU, labelled wall time on a CPU), then its energy and where its k
 then the baselines (measured and cached by the supervisor, for the parameters sealed in the load
 stage) and the speed-of-light floor.
 
-The device is held exclusively twice: the timing repeats and the energy window in one hold (the
-energy meter opened before it), the kernel-times profile in a second one. The profiler is set up
-(CUPTI enabled) after the first hold and before the second, since enabled tracing must not run
-during the timing or the energy window, and its events are read after the second; so the
-exclusive seconds are the measurements themselves."""
+The device is held exclusively once: the timing repeats, then the energy window (the energy meter
+opened before the hold), then the kernel-times profile (CUPTI set up and tracing enabled only after
+the timing and the energy window: enabled tracing must not run while they measure). Its events are
+read after the hold. Every exclusive taking waits for all other workers' shared sections to drain,
+so one taking instead of two is throughput (docs/benchmarks.md)."""
 from __future__ import annotations
 
 from ..verdict import FAIL, INFO, Flag, Verdict
@@ -38,16 +38,21 @@ def run(ctx: Context, checked: Checked) -> None:
             with ctx.timer("energy"):
                 meter = open_energy_meter(ctx, timing, loaded.device)  # NVML set up before the hold
 
-            def energy() -> None:  # in the hold of the last timing repeat
+            from .. import kernel_times
+            recorded: list = []
+
+            def energy_then_kernels() -> None:  # in the hold of the last timing repeat
                 with ctx.timer("energy"):
                     ctx.verdict.energy = measure_energy(ctx, timing, forward, loaded.device, meter)
+                with ctx.timer("kernels"):
+                    recorded.append(kernel_times.record(forward, loaded.device))
 
             result = timed.time_model(forward, ctx.config, loaded.device, timing.measure, hold=exclusive,
-                                      then=energy)
+                                      then=energy_then_kernels)
             stats, flags = result.stats, result.flags
-            with ctx.timer("kernels"):
-                from .. import kernel_times
-                ctx.verdict.kernels = kernel_times.measure(forward, loaded.device, hold=exclusive)
+            with ctx.timer("kernels"):  # after the hold
+                ctx.verdict.kernels = kernel_times.read(recorded[0]) if recorded else \
+                    kernel_times.unavailable("the kernel timeline was not recorded")
         except BaseException as exc:  # noqa: BLE001 - candidate code runs inside measure
             ctx.stop(FAIL, describe_exception(exc, ctx.candidate_path, "ModelNew.forward (while being timed)"))
             return
