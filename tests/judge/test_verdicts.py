@@ -40,6 +40,7 @@ CASES = {
     "relu_uninit": (RELU, {"trials": 2}),
     "relu_empty": (RELU, {"trials": 2}),
     "relu_patch_timers": (RELU, {"trials": 1}),
+    "relu_patch_compare": (RELU, {"trials": 1}),
     "syntax_error": (RELU, {}),
     "missing_modelnew": (RELU, {}),
     "wrong_signature": (RELU, {}),
@@ -163,6 +164,13 @@ def test_patched_timers_are_rejected(verdicts):
     v = verdicts["relu_patch_timers"]
     assert v.status == FAIL and "monkeypatch" in flag_codes(v)
     assert "torch.cuda.Event.elapsed_time" in v.error and "time.perf_counter" in v.error
+
+
+def test_a_candidate_that_replaces_the_judges_comparison_is_judged_by_the_real_one(verdicts):
+    v = verdicts["relu_patch_compare"]
+    assert v.status == FAIL and "monkeypatch" in flag_codes(v)
+    assert "kernelwright.judge.check.compare" in v.error and "kernelwright.judge.gpucompare.error_stats" in v.error
+    assert not v.trials[0].ok
 
 
 def test_tf32_switch_is_rejected(verdicts):

@@ -17,14 +17,16 @@ _perf_counter = time.perf_counter  # captured before candidate code can replace 
 def run(ctx: Context, loaded: Loaded) -> Built | None:
     """The candidate loaded and ModelNew built; None when the verdict is decided."""
     from ...problem import ProblemError, check_signatures, load_candidate
-    from .. import guards, own_code
+    from .. import check, gpucompare, guards, own_code
 
     ctx.writer.stage(ctx.verdict, "compile")
     with ctx.timer("compile"):
         recorder = install_build_cache(ctx)
         own = own_code.OwnCode().install()  # after the build cache: it wraps the cached builders
         tracker = guards.CompileTracker().install()
-        watch = Watch(snapshot=guards.IdentitySnapshot.take(guards.guarded_targets({"problem": loaded.problem.module})),
+        judged_by = {"problem": loaded.problem.module, "kernelwright.judge.check": check,
+                     "kernelwright.judge.gpucompare": gpucompare}  # the comparison's own functions
+        watch = Watch(snapshot=guards.IdentitySnapshot.take(guards.guarded_targets(judged_by)),
                       precision_before=guards.precision_state(), dynamo_before=guards.dynamo_frames(),
                       compile_tracker=tracker, own=own)
         static_flags(ctx)
