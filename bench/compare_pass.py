@@ -5,8 +5,8 @@
 `check.compare` on one float32 output of `--elements` elements (19_ReLU's full size by default:
 6.4 GB) against a reference that differs by rounding, with the reference on the GPU and in host
 memory; once through the judge's one-pass kernel (judge/gpucompare.py) and once through the torch
-path it replaces (float64 chunks). The kernel's first call includes its Triton compile, reported
-apart. Wall seconds per comparison (device synchronised: the comparison reads its result back),
+path it replaces (float64 chunks). The kernel's compile (`gpucompare.warm`, an empty Triton
+cache) and first call are reported apart. Wall seconds per comparison (device synchronised: the comparison reads its result back),
 the median of `--repeats`. Writes $OUT/compare_pass.json (default: bench/results/).
 """
 from __future__ import annotations
@@ -43,6 +43,9 @@ def main() -> None:
     ref = torch.randn(args.elements, device="cuda")
     out = ref + 1e-6 * torch.randn_like(ref)
     compare = lambda r: check.compare([out], [r], config, "cuda")  # noqa: E731
+    started = time.perf_counter()
+    gpucompare.warm(gpucompare.wanted([ref], "cuda"), "cuda")  # as the worker does before candidate code
+    rows["kernel_compile_s"] = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
     first = compare(ref)
     torch.cuda.synchronize()

@@ -9,10 +9,14 @@ kernel reads each element of both tensors once, in their own dtypes, widens them
 registers and does exactly the elementwise arithmetic of `check._accumulate`; each program writes
 its partial statistics, which torch reduces on the device, read back with one sync.
 
-`error_stats` returns None where the kernel does not apply (a CPU output, a non-float dtype, no
-Triton): the caller then uses the torch path. A reference kept in host memory is moved to the
-device in chunks of its own dtype. The partial counts start at -1, so a launch that did not run
-(Triton patched by candidate code, say) is an error, never a silent pass.
+`error_stats` returns None where the kernel does not apply: the caller then uses the torch path.
+It applies only to large outputs (`MIN_ELEMENTS`: below it the torch path takes milliseconds) and
+only in a specialisation `warm` compiled before any candidate code ran in the process (stage 1,
+outside the device's hold; `judgekernels` shares the compiled files between evaluations): after
+that, compiling would read a Triton cache folder the candidate can write. So an output of another
+dtype than its reference's, or one not 16-byte aligned, takes the torch path. A reference kept in
+host memory is moved to the device in chunks of its own dtype. The partial counts start at -1, so
+a launch that did not run (Triton patched by candidate code, say) is an error, never a silent pass.
 """
 from __future__ import annotations
 
@@ -25,6 +29,8 @@ BLOCK = 1024
 MAX_PROGRAMS = 4096  # programs per launch; each strides over the tensor (a few MB of partials at most)
 HOST_CHUNK_ELEMENTS = 1 << 26  # a host-kept reference moves to the device this many elements at a time
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+MIN_ELEMENTS = 1 << 25  # smaller outputs: the torch path (one or two chunks) costs less than loading the kernel
+_WARMED: set[tuple[torch.dtype, str]] = set()  # (dtype, device) compiled before candidate code ran
 
 try:
     import triton
@@ -48,10 +54,32 @@ class Sums:
 
 
 def applies(out: torch.Tensor, ref: torch.Tensor) -> bool:
-    """Whether the kernel computes this comparison: a float output on a GPU (not run through the
-    interpreter) and a float reference, of any shape."""
-    return (triton is not None and out.device.type == "cuda" and out.dtype in FLOATS and ref.dtype in FLOATS
-            and out.numel() == ref.numel() and out.numel() > 0)
+    """Whether the kernel computes this comparison: a large float output on a GPU of its reference's
+    dtype, 16-byte aligned, in a specialisation `warm` compiled."""
+    return (triton is not None and out.device.type == "cuda" and out.dtype == ref.dtype
+            and (out.dtype, str(out.device)) in _WARMED and out.numel() == ref.numel()
+            and out.numel() >= MIN_ELEMENTS and out.data_ptr() % 16 == 0)
+
+
+def wanted(refs: list[torch.Tensor], device: str) -> list[torch.dtype]:
+    """The dtypes of the reference outputs the kernel will compare on `device` (none: no warm-up)."""
+    if triton is None or not str(device).startswith("cuda"):
+        return []
+    return sorted({r.dtype for r in refs if r.dtype in FLOATS and r.numel() >= MIN_ELEMENTS}, key=str)
+
+
+def warm(dtypes: list[torch.dtype], device: str) -> None:
+    """Compile the kernel for outputs of `dtypes` on `device` without launching it (Triton's
+    `warmup`: no device work, so no hold is needed), before any candidate code runs."""
+    dev = torch.device(device)
+    with torch.cuda.device(dev):
+        for dtype in dtypes:
+            o, r = torch.empty(BLOCK, dtype=dtype, device=dev), torch.empty(BLOCK, dtype=dtype, device=dev)
+            params = torch.empty(3, dtype=torch.float64, device=dev)
+            floats = torch.empty((1, 5), dtype=torch.float64, device=dev)
+            counts = torch.empty((1, 3), dtype=torch.int64, device=dev)
+            _stats_kernel.warmup(o, r, BLOCK, params, floats, counts, BLOCK=BLOCK, num_warps=4, grid=(1,))
+            _WARMED.add((dtype, str(o.device)))
 
 
 def error_stats(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> Sums | None:

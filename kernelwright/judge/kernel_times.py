@@ -79,6 +79,7 @@ def record(forward: Callable[[], object], device: str, calls: int = CALLS) -> Re
         from kernelwright.profile.torchprof import trace_forwards
 
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.prepare_trace()  # tracing enabled from here: after the timing and the energy window
         return Recording(profiler=trace_forwards(prof, forward, calls, use_cuda=True))
     except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
         return Recording(reason=f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")

@@ -17,7 +17,8 @@ The sandbox starts this process instead of the worker. It never imports torch or
    (measured by `baseline.get_baselines` from this process, for the sealed parameters), `lock`
    (device lock files), `profile` (the profile's processes, each confined afresh by `launch`, ncu
    composed here: `profilehost`), `references` and `store_references` (the reference store,
-   `refstore`: one lookup and one store, only before the seal).
+   `refstore`: one lookup and one store, only before the seal), `judge_kernels` and
+   `store_judge_kernels` (the judge's own compiled kernels, `judgekernels`: only before the seal).
 5. When the worker has ended (or on SIGTERM: the judge's time limit), it kills every process left
    in its tree and counts those that were the candidate's (they carry the worker's
    no_new_privs bit), writes `trusted/supervisor.json` (a folder the worker cannot write), and
@@ -245,7 +246,8 @@ class Supervisor:
 
     def handlers(self) -> dict[str, service.Handler]:
         return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock,
-                "profile": self._profile, "references": self._references, "store_references": self._store_references}
+                "profile": self._profile, "references": self._references, "store_references": self._store_references,
+                "judge_kernels": self._judge_kernels, "store_judge_kernels": self._store_judge_kernels}
 
     def _profile(self, message: dict[str, Any]) -> dict[str, Any]:
         """The profile's processes, started here so each is confined afresh (`profilehost`)."""
@@ -321,6 +323,30 @@ class Supervisor:
                                  self.worker_writable(), self.config.reference_cache_entry_bytes,
                                  self.config.reference_cache_bytes, fields=self._reference_fields)
         self.record.references["stored"] = bool(reply.get("stored"))
+        return reply
+
+    def _judge_kernels(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The shared folder of the judge's compiled kernels (`judgekernels`), to read before the seal."""
+        from .judgekernels import shared_folder
+
+        with self._lock:
+            if self.sealed is not None:
+                return {"error": "the judge's kernels are read before the candidate is loaded"}
+        return {"ok": True, "folder": str(shared_folder(self.cache))}
+
+    def _store_judge_kernels(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Publish the judge's kernels the worker compiled; once, and only before the seal (no
+        candidate code has run in the worker)."""
+        from .judgekernels import publish
+
+        with self._lock:
+            if self.sealed is not None or "judge_kernels" in self.record.seconds:
+                return {"error": "the judge's kernels are offered once, before the candidate is loaded"}
+            self.record.seconds["judge_kernels"] = 0.0
+        started = time.perf_counter()
+        reply = publish(self.cache, Path(str(message.get("path"))), [str(n) for n in message.get("names") or []],
+                        self.worker_writable())
+        self.record.seconds["judge_kernels"] = round(time.perf_counter() - started, 4)
         return reply
 
     def _baselines(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -71,18 +71,29 @@ def test_cpu_outputs_and_integer_outputs_go_to_the_torch_path():
     assert not gpucompare.applies(out, ref) and gpucompare.error_stats(out, ref, 1e-2, 1e-2) is None
     ints = torch.arange(10)
     assert not gpucompare.applies(ints, ints)
+    assert gpucompare.wanted([ref], "cpu") == []  # nothing compiled for a CPU run
+
+
+@pytest.fixture
+def small_is_large(monkeypatch):
+    """The kernel for outputs of any size (MIN_ELEMENTS keeps small ones on the torch path)."""
+    monkeypatch.setattr(gpucompare, "MIN_ELEMENTS", 1)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("ref_on_host", [False, True])
-def test_on_the_gpu_compare_gives_the_torch_paths_verdict_and_statistics(dtype, ref_on_host, monkeypatch):
+def test_on_the_gpu_compare_gives_the_torch_paths_verdict_and_statistics(dtype, ref_on_host, monkeypatch,
+                                                                       small_is_large):
     monkeypatch.setattr(gpucompare, "HOST_CHUNK_ELEMENTS", 1 << 20)  # several chunks from the host
     out, ref = pair(3_000_001, dtype, device="cuda")
+    assert not gpucompare.applies(out, ref)  # not compiled before: the torch path
+    gpucompare.warm(gpucompare.wanted([ref], "cuda"), "cuda")
     ref = ref.cpu() if ref_on_host else ref
     config = JudgeConfig()
     fast = check.compare([out], [ref], config, "cuda")
     assert gpucompare.error_stats(out, ref, 1e-2, 1e-2) is not None  # the kernel ran
+    assert not gpucompare.applies(out[1:], ref[1:])  # not 16-byte aligned: the torch path
     monkeypatch.setattr(gpucompare, "applies", lambda out, ref: False)
     slow = check.compare([out], [ref], config, "cuda")
     assert dataclasses.asdict(fast).keys() == dataclasses.asdict(slow).keys()
@@ -92,8 +103,9 @@ def test_on_the_gpu_compare_gives_the_torch_paths_verdict_and_statistics(dtype, 
 
 
 @pytest.mark.gpu
-def test_on_the_gpu_a_launch_that_did_not_run_is_an_error_not_a_pass(monkeypatch):
+def test_on_the_gpu_a_launch_that_did_not_run_is_an_error_not_a_pass(monkeypatch, small_is_large):
     out, ref = pair(10_000, device="cuda")
+    gpucompare.warm([torch.float32], "cuda")
 
     class Skipped:
         def __getitem__(self, grid):
@@ -103,3 +115,25 @@ def test_on_the_gpu_a_launch_that_did_not_run_is_an_error_not_a_pass(monkeypatch
     with pytest.raises(RuntimeError, match="did not run"):
         gpucompare.error_stats(out, ref, 1e-2, 1e-2)
     assert not check.compare([out], [ref], JudgeConfig(), "cuda").ok  # the torch path judged it instead
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_the_second_evaluation_loads_the_kernel_the_first_one_compiled(tmp_path, kernelbench):
+    """Through the real worker and supervisor: the first evaluation compiles the kernel before the
+    seal and publishes it; the next one seeds its own Triton cache from the shared folder."""
+    from pathlib import Path
+
+    from kernelwright.judge import judge, judgekernels
+
+    root = Path(__file__).resolve().parents[2]
+    config = JudgeConfig(trials=2, baselines=(), time=False, overrides={"batch_size": 128},
+                         cache_dir=str(tmp_path))  # 50M elements: above MIN_ELEMENTS
+    seconds = []
+    for _ in range(2):
+        verdict = judge(kernelbench / "level1" / "19_ReLU.py", root / "bench" / "candidates" / "19_ReLU__triton.py",
+                        config)
+        assert verdict.status == "pass", verdict.error
+        assert not [f for f in verdict.flags if "judge kernels" in f.message], verdict.flags
+        seconds.append(verdict.stage_seconds["judge_kernels"])
+        assert judgekernels.entries(judgekernels.shared_folder(tmp_path))
+    assert seconds[1] < seconds[0], seconds

@@ -75,8 +75,33 @@ def run(ctx: Context) -> Loaded | None:
     loaded = Loaded(problem=problem, device=device, lock=lock, cases=refs.cases, refill=refs.refill,
                     ref_mutates=refs.ref_mutates, ref_ops=refs.ref_ops, backward=backward)
     record_precision(ctx, loaded)
+    with ctx.timer("judge_kernels"):
+        warm_judge_kernels(ctx, loaded)
     seal_baseline_parameters(ctx, loaded)
     return loaded
+
+
+def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
+    """Compile the judge's comparison kernel for these reference outputs (`gpucompare.warm`), from
+    the entries other evaluations compiled (`judgekernels`), and offer what it compiled anew; before
+    the seal, outside the device's hold. Without it the comparison takes the torch path."""
+    from pathlib import Path
+
+    from .. import gpucompare, judgekernels, service
+
+    dtypes = gpucompare.wanted([o for case in loaded.cases for o in case.ref_outputs], loaded.device)
+    own = os.environ.get("TRITON_CACHE_DIR")
+    if not dtypes:
+        return
+    try:
+        shared = service.call("judge_kernels").get("folder") if service.available() and own else None
+        before = judgekernels.seed(Path(shared), Path(own)) if shared else set()
+        gpucompare.warm(dtypes, loaded.device)
+        added = judgekernels.entries(Path(own)) - before if shared else set()
+        if added:
+            service.call("store_judge_kernels", path=own, names=sorted(added))
+    except Exception as exc:  # noqa: BLE001 - the torch path compares all the same
+        ctx.notes.append(f"judge kernels: {type(exc).__name__}: {exc}")
 
 
 def compute_references(ctx: Context, problem, device: str, sync, backward):
