@@ -73,8 +73,12 @@ PRELOAD = (
     "kernelwright.judge.gpulock", "kernelwright.judge.reference", "kernelwright.problem.ops",
     "kernelwright.problem.reference", "kernelwright.judge.worker", "kernelwright.judge.supervisor",
     "kernelwright.judge.refcases", "kernelwright.judge.stages.reference", "kernelwright.problem.shrink",
-    "kernelwright.profile.energy", "kernelwright.profile.torchprof",
+    "kernelwright.profile.energy", "kernelwright.profile.torchprof", "kernelwright.judge.gpucompare",
 )
+# computed once by the server after PRELOAD, inherited by every fork: Triton's own key (a hash of its
+# package's files, 0.55 s on the H100 machine), which the first Triton compile or cache lookup of a
+# process computes: the judge's comparison kernel or the candidate's first kernel. No CUDA needed.
+PRECOMPUTE = (("triton.runtime.cache", "triton_key"),)
 # variables read when the interpreter or a library starts (not later): a request must agree with
 # the server's on each, or it is started cold. TRITON_INTERPRET is one: triton.language's own
 # @jit helpers (the combine functions of tl.sum, tl.max, ...) are made when triton is imported,
@@ -627,6 +631,13 @@ def preload() -> tuple[list[str], str]:
             missing.append(f"{name} ({type(exc).__name__})")
         if len(_thread_names()) > threads:
             return missing, name
+    for module, function in PRECOMPUTE:
+        try:
+            getattr(importlib.import_module(module), function)()
+        except Exception as exc:  # noqa: BLE001 - computed in the worker then
+            missing.append(f"{module}.{function}() ({type(exc).__name__})")
+        if len(_thread_names()) > threads:
+            return missing, f"{module}.{function}"
     return missing, ""
 
 

@@ -86,6 +86,7 @@ def small_is_large(monkeypatch):
 def test_on_the_gpu_compare_gives_the_torch_paths_verdict_and_statistics(dtype, ref_on_host, monkeypatch,
                                                                        small_is_large):
     monkeypatch.setattr(gpucompare, "HOST_CHUNK_ELEMENTS", 1 << 20)  # several chunks from the host
+    monkeypatch.setattr(gpucompare, "_WARMED", set())
     out, ref = pair(3_000_001, dtype, device="cuda")
     assert not gpucompare.applies(out, ref)  # not compiled before: the torch path
     gpucompare.warm(gpucompare.wanted([ref], "cuda"), "cuda")
