@@ -11,10 +11,9 @@ Stdlib at import; torch and kernelwright.profile.torchprof are imported when mea
 """
 from __future__ import annotations
 
-import contextlib
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable
 
 CALLS = 5  # recorded forwards after the profiler's own warm-up forward
 TOP = 8  # kernels listed per verdict; the rest are summed as "other kernels"
@@ -48,15 +47,6 @@ def unavailable(reason: str) -> dict[str, Any]:
     return {"available": False, "reason": reason}
 
 
-def measure(forward: Callable[[], object], device: str, calls: int = CALLS,
-            hold: Callable[[], ContextManager] | None = None) -> dict[str, Any]:
-    """Per-call kernel times of `forward` on `device`, or {"available": False, "reason": ...}:
-    `record` inside `hold()` (the device's exclusive lock), then `read` after it."""
-    with (hold or contextlib.nullcontext)():
-        recording = record(forward, device, calls)
-    return read(recording)
-
-
 @dataclass
 class Recording:
     """The stopped profiler of `record` (its events not read yet), or why there is none."""
@@ -74,12 +64,9 @@ def record(forward: Callable[[], object], device: str, calls: int = CALLS) -> Re
         return Recording(reason="evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
                                 "interpreter), so no per-kernel times")
     try:
-        from torch.profiler import ProfilerActivity, profile
+        from kernelwright.profile.torchprof import prepared_profiler, trace_forwards
 
-        from kernelwright.profile.torchprof import trace_forwards
-
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-        prof.prepare_trace()  # tracing enabled from here: after the timing and the energy window
+        prof = prepared_profiler(use_cuda=True)  # tracing enabled from here: after the timing and the energy window
         return Recording(profiler=trace_forwards(prof, forward, calls, use_cuda=True))
     except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
         return Recording(reason=f"the kernel timeline could not be recorded: {type(exc).__name__}: {exc}")

@@ -223,19 +223,25 @@ def record_timeline(forward: Callable[[], object], calls: int, use_cuda: bool,
     `hold` (e.g. the judge's exclusive device lock) is held only around the recording window: the
     profiler is set up (kineto and CUPTI initialised, tracing enabled) before it and its events are
     parsed after it, so the hold lasts about as long as the forwards themselves."""
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    prof = profile(activities=activities)
-    prof.prepare_trace()
+    prof = prepared_profiler(use_cuda)
     with (hold or contextlib.nullcontext)():
         trace_forwards(prof, forward, calls, use_cuda)
     return timeline_events(prof)
 
 
+def prepared_profiler(use_cuda: bool):
+    """A torch.profiler.profile of the CPU (and CUDA) activities, set up: kineto and CUPTI
+    initialised, tracing enabled from here on (so not while anything else is being measured)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else []))
+    prof.prepare_trace()
+    return prof
+
+
 def trace_forwards(prof, forward: Callable[[], object], calls: int, use_cuda: bool):
-    """Start `prof` (a torch.profiler.profile, set up or not), run PROFILER_WARMUP_CALLS + `calls`
-    forwards each in its range, stop it; returns `prof`, whose events `timeline_events` reads."""
+    """Start `prof` (made by `prepared_profiler`), run PROFILER_WARMUP_CALLS + `calls` forwards each
+    in its range, stop it; returns `prof`, whose events `timeline_events` reads."""
     import torch
     from torch.profiler import record_function
 

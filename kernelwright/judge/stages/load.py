@@ -90,9 +90,9 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
     from .. import gpucompare, judgekernels, service
 
     dtypes = gpucompare.wanted([o for case in loaded.cases for o in case.ref_outputs], loaded.device)
-    own = os.environ.get("TRITON_CACHE_DIR")
     if not dtypes:
         return
+    own = os.environ.get("TRITON_CACHE_DIR")
     try:
         shared = service.call("judge_kernels").get("folder") if service.available() and own else None
         before = judgekernels.seed(Path(shared), Path(own)) if shared else set()
