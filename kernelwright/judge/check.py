@@ -81,6 +81,9 @@ def make_inputs(problem, seed: int, variant: str, device: str) -> list:
     co. draw there (the same distributions, other values than on the CPU). A `get_inputs()` that
     cannot run that way (it calls `.numpy()`, say) is run on the CPU instead, for every trial of
     the process: the choice is made once, at the first call, so inputs always regenerate exactly.
+    Running out of GPU memory there is not such a reason: it is raised (the pool judges an
+    evaluation that ran out of memory beside others again, alone), never answered by generating
+    seconds of inputs on the CPU under the device's hold.
     """
     key = (id(problem), str(device))
     if not str(device).startswith("cuda") or _ON_DEVICE.get(key) is False:
@@ -91,11 +94,18 @@ def make_inputs(problem, seed: int, variant: str, device: str) -> list:
     try:
         with torch.device(device):
             inputs = _seeded(problem, seed, variant, device)
-    except Exception:  # noqa: BLE001 - get_inputs() needs the CPU: generate there from now on
+    except Exception as exc:  # noqa: BLE001 - get_inputs() needs the CPU: generate there from now on
+        if out_of_memory(exc):  # no room on the GPU now (others' memory, say): not a reason to use the CPU
+            raise
         _ON_DEVICE[key] = False
         return _seeded(problem, seed, variant, device)
     _ON_DEVICE[key] = True
     return inputs
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is the GPU running out of memory (torch's error, or a library's that says so)."""
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
 
 def inputs_on_device(problem, device: str) -> bool | None:

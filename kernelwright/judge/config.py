@@ -66,8 +66,9 @@ class JudgeConfig:
     # an entry above the first is not stored (0: no store), the store keeps to the second in all
     reference_cache_entry_bytes: int = 4 << 30
     reference_cache_bytes: int = 32 << 30
-    # references computed faster than this are not stored: writing an entry (1-2 GB: 7-14 s on the
-    # H100 machine) costs more than recomputing them for every candidate of a search (0: store all)
+    # references computed faster than this are stored only once another evaluation computes them
+    # again (refstore: a problem judged once does not pay for writing an entry, 1-2 GB: 7-14 s on the
+    # H100 machine; one judged by many candidates pays once) (0: store all)
     reference_cache_min_compute_s: float = 1.0
     # share of the GPU's free memory that the reference outputs of all trials may keep on the device,
     # always leaving one trial's room beside them (check.DeviceRoom); the rest stay in host memory and

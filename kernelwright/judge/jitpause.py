@@ -4,10 +4,16 @@ A Triton kernel compiles at its first launch, in the middle of a trial, while th
 device's lock shared (gpulock). A compile is seconds of CPU work and no GPU work, yet a writer
 waiting to time another candidate waits for it, and the turnstile keeps every new reader out
 meanwhile: on the H100 a batch of Triton candidates stopped gaining at 12 lanes (docs/benchmarks.md).
-So `install` wraps `triton.compiler.compile` (which every JITFunction binds when it first runs):
-the device is synchronised (the candidate's queued work finishes under the hold, so a timing never
-overlaps it), the shared hold is let go for the compile and taken again behind waiting writers.
-Outside a shared hold, or while a CUDA graph is being captured (no synchronising then), the
+The first launch also builds C code: Triton (3.x) compiles a launcher for the kernel's signature
+and, once per process, its driver utilities, into the worker's own Triton cache, which starts
+empty in every evaluation (`triton.runtime.build`: a C compiler run, then loading the library). On
+the H100 that was 0.7 s of the first trial's hold beside 11 other workers (docs/benchmarks.md).
+So `install` wraps `triton.compiler.compile` (which every JITFunction binds when it first runs)
+and the C compiler's run (`triton.runtime.build._build`, a subprocess): the device is synchronised
+(the candidate's queued work finishes under the hold, so a timing never overlaps it), the shared
+hold is let go for the compile and taken again behind waiting writers. Loading what was built (a
+library's constructors run in this process) and loading the kernel onto the device stay under the
+hold. Outside a shared hold, or while a CUDA graph is being captured (no synchronising then), the
 compile runs as it is. A candidate that unwraps it only keeps the device longer itself.
 """
 from __future__ import annotations
@@ -15,36 +21,50 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from types import ModuleType
 
 
 def install(step_off: Callable[[], AbstractContextManager]) -> Callable[[], None]:
-    """Run every Triton compile inside `step_off()`; returns the function that takes it off again
-    (a no-op without Triton)."""
+    """Run every Triton compile (kernels, and the C compiler's runs) inside `step_off()`; returns the
+    function that takes it off again (a no-op without Triton)."""
     try:
         import triton.compiler as package
         from triton.compiler import compiler as module
+        from triton.runtime import build
     except Exception:  # noqa: BLE001 - no Triton here: nothing compiles
         return lambda: None
-    original = package.compile
-    if getattr(original, "__kw_step_off__", False):
+    undo = [_wrap("compile", [package, module], step_off), _wrap("_build", [build], step_off)]
+
+    def uninstall() -> None:
+        for restore in undo:
+            restore()
+
+    return uninstall
+
+
+def _wrap(name: str, owners: list[ModuleType], step_off: Callable[[], AbstractContextManager]) -> Callable[[], None]:
+    """Replace function `name` (as the first owner holds it) by one that runs inside `step_off()`, in
+    every owner that holds that same function; returns what restores them."""
+    original = getattr(owners[0], name, None)
+    if original is None or getattr(original, "__kw_step_off__", False):
         return lambda: None
 
     @functools.wraps(original)
-    def compile(*args, **kwargs):
+    def stepped_off(*args, **kwargs):
         with step_off():
             return original(*args, **kwargs)
 
-    compile.__kw_step_off__ = True  # type: ignore[attr-defined]
-    replaced = [(owner, owner.compile) for owner in (package, module) if getattr(owner, "compile", None) is original]
-    for owner, _ in replaced:
-        owner.compile = compile
+    stepped_off.__kw_step_off__ = True  # type: ignore[attr-defined]
+    replaced = [owner for owner in dict.fromkeys(owners) if getattr(owner, name, None) is original]
+    for owner in replaced:
+        setattr(owner, name, stepped_off)
 
-    def uninstall() -> None:
-        for owner, before in replaced:
-            if owner.compile is compile:
-                owner.compile = before
+    def restore() -> None:
+        for owner in replaced:
+            if getattr(owner, name, None) is stepped_off:
+                setattr(owner, name, original)
 
-    return uninstall
+    return restore
 
 
 def device_idle(device: str) -> bool:

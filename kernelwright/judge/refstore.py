@@ -17,6 +17,9 @@ never imports torch. The worker side (`refcases`) says what an entry holds and l
   `fingerprint` (inode, size, modification and status-change times) is the one recorded when it was
   published has not been written since and is not read through again (on the H100 the full digest
   of a 384 MiB entry took 0.89 s, more than computing that reference); any other is digested whole.
+- A miss is counted per key (`.missed-<key>`, written by the supervisor): references that compute
+  fast are stored only once they are asked for again (`missed_before`), so a problem judged once
+  does not pay for writing an entry, and one judged by many candidates pays for it once.
 - The store is bounded (`evict`): entries above the per-entry cap are never stored (the worker
   computes as before and says so), and the least recently used entries go when the total exceeds
   its cap.
@@ -38,6 +41,8 @@ FOLDER = "references"
 DATA_FILE = "cases.pt"
 MANIFEST = "manifest.json"
 FORMAT = 1
+MISS_MEMORY_S = 7 * 24 * 3600
+MISSED = ".missed-"  # + key: how often a lookup of the key missed (a plain file in the store's folder)
 _CHUNK = 1 << 22
 
 
@@ -51,10 +56,11 @@ class Lookup:
     path: Path | None = None  # the verified data file on a hit
     why: str = ""  # why it missed: "absent", or what was wrong with the entry (then removed)
     verify_s: float = 0.0
+    missed_before: int = 0  # earlier lookups of the key that missed (their references were not stored)
 
     def to_reply(self) -> dict[str, Any]:
         return {"key": self.key, "hit": self.path is not None, "path": str(self.path) if self.path else "",
-                "why": self.why, "verify_s": round(self.verify_s, 4)}
+                "why": self.why, "verify_s": round(self.verify_s, 4), "missed_before": self.missed_before}
 
 
 def key_of(fields: dict[str, Any]) -> str:
@@ -72,16 +78,34 @@ def lookup(cache: Path, key: str) -> Lookup:
     started = time.perf_counter()
     entry = root(cache) / key
     if not entry.is_dir():
-        return Lookup(key, why="absent")
+        return Lookup(key, why="absent", missed_before=count_miss(cache, key))
     problem = verify(entry)
     if problem:
         shutil.rmtree(entry, ignore_errors=True)
-        return Lookup(key, why=f"entry discarded ({problem})", verify_s=time.perf_counter() - started)
+        return Lookup(key, why=f"entry discarded ({problem})", verify_s=time.perf_counter() - started,
+                      missed_before=count_miss(cache, key))
     try:
         os.utime(entry / MANIFEST)  # recently used: evicted last
     except OSError:
         pass
     return Lookup(key, path=entry / DATA_FILE, verify_s=time.perf_counter() - started)
+
+
+def count_miss(cache: Path, key: str) -> int:
+    """Count one more miss of `key`; returns how many there were before (0 when unknown)."""
+    path = root(cache) / f"{MISSED}{key}"
+    try:
+        before = int(path.read_text() or 0) if path.is_file() and not path.is_symlink() else 0
+    except (OSError, ValueError):
+        before = 0
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
+        tmp.write_text(str(before + 1))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return before
 
 
 def verify(entry: Path) -> str:
@@ -150,6 +174,7 @@ def publish(cache: Path, key: str, staged: Path, allowed: list[Path], entry_cap:
             return {"ok": True, "key": key, "stored": False, "why": "another evaluation stored it first"}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    (store / f"{MISSED}{key}").unlink(missing_ok=True)
     evicted = evict(cache, total_cap, keep=key)
     return {"ok": True, "key": key, "stored": True, "bytes": size, "evicted": evicted}
 
@@ -184,6 +209,9 @@ def evict(cache: Path, total_cap: int, keep: str = "") -> list[str]:
     size is within `total_cap`; `keep` is never removed. Returns the keys removed."""
     store = root(cache)
     entries, total, removed = [], 0, []
+    for count in store.glob(f"{MISSED}*") if store.is_dir() else []:
+        if time.time() - _mtime(count) > MISS_MEMORY_S:  # a problem not asked for in a week starts again
+            count.unlink(missing_ok=True)
     for entry in _entries(store):
         if entry.name.startswith(".tmp-"):
             if time.time() - _mtime(entry) > 3600:  # left by a supervisor that died while copying

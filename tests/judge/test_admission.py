@@ -265,3 +265,67 @@ def test_a_gpu_job_waiting_for_a_lane_can_still_be_cancelled():
         assert waiting.cancel()
         assert busy.result(timeout=10).status == PASS
     assert "short-b" not in pool.ended
+
+
+_BIG_RELU = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 512
+dim = 1 << 20  # 2 GiB of float32 per input and per output
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+'''
+
+_WORKSPACE_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        workspace = torch.empty({workspace}, dtype=torch.uint8, device=x.device)  # a large scratch buffer
+        y = torch.empty_like(x)
+        relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        del workspace
+        return y
+'''
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_candidate_that_fits_only_without_the_kept_references_passes_judged_with_them_on_the_host():
+    """A real worker: 2 GiB outputs, six cases kept on the GPU (12 GiB at share 0.5), and a candidate
+    whose workspace fits beside one trial but not beside the kept references: the first run runs out
+    of memory, the retry with every reference output in host memory passes."""
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    workspace = free - 4 * GIB - 8 * GIB  # one input and one output, 8 GiB of room; the kept 12 GiB do not fit
+    candidate = SourceText(_WORKSPACE_RELU.replace("{workspace}", str(workspace)), "relu_workspace")
+    config = JudgeConfig(device="cuda", trials=5, baselines=(), reference_device_share=0.5)
+    with JudgePool(config, per_gpu=1) as pool:
+        [verdict] = pool.judge_many([JudgeJob(SourceText(_BIG_RELU, "big_relu"), candidate)])
+    assert verdict.status == PASS, verdict.error
+    codes = [f.code for f in verdict.flags if f.code.startswith("oom")]
+    # this test's own process holds a CUDA context on the GPU: the pool may first judge it again alone
+    assert codes in ([OOM_REFERENCE_ON_HOST], [OOM_RETRIED, OOM_REFERENCE_ON_HOST]), codes
+    flag = verdict.flags[[f.code for f in verdict.flags].index(OOM_REFERENCE_ON_HOST)]
+    assert "GiB of reference outputs" in flag.message and "CUDA out of memory" in flag.message
+    assert verdict.precision["reference_on_device_bytes"] == 0 and verdict.config["reference_device_share"] == 0.0

@@ -245,3 +245,44 @@ def test_outputs_of_unit_scale_keep_kernelbench_rule_exactly():
     assert not compare(ref + 1.01e-4 + 1e-4 * ref, ref).ok
     result = compare(ref + 0.9e-4, ref)
     assert result.ok and result.atol_scale == 1.0
+
+
+class _InputsThatFailOnTheDevice:
+    """A problem whose get_inputs() fails when drawn on the GPU (with `error`), and works on the CPU;
+    `device` stands in for torch.device as make_inputs enters it (no GPU needed)."""
+
+    def __init__(self, error: BaseException):
+        self.error, self.calls, self.on_gpu = error, [], False
+
+    def device(self, name):
+        problem = self
+
+        class Default:
+            def __enter__(self):
+                problem.on_gpu = str(name).startswith("cuda")
+
+            def __exit__(self, *exc):
+                problem.on_gpu = False
+
+        return Default()
+
+    def make_inputs(self, seed, variant, device):
+        self.calls.append("gpu" if self.on_gpu else "cpu")
+        if self.on_gpu:
+            raise self.error
+        return [torch.ones(4)]
+
+
+def test_inputs_that_cannot_be_drawn_on_the_gpu_are_drawn_on_the_cpu_from_then_on(monkeypatch):
+    problem = _InputsThatFailOnTheDevice(TypeError("can't convert cuda:0 device type tensor to numpy"))
+    monkeypatch.setattr(check.torch, "device", problem.device)
+    assert check.make_inputs(problem, 1, "given", "cuda")[0].tolist() == [1.0] * 4
+    assert check.inputs_on_device(problem, "cuda") is False and problem.calls == ["gpu", "cpu"]
+
+
+def test_running_out_of_gpu_memory_while_drawing_inputs_is_raised_not_answered_on_the_cpu(monkeypatch):
+    problem = _InputsThatFailOnTheDevice(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB"))
+    monkeypatch.setattr(check.torch, "device", problem.device)
+    with pytest.raises(torch.OutOfMemoryError):
+        check.make_inputs(problem, 1, "given", "cuda")
+    assert check.inputs_on_device(problem, "cuda") is None and problem.calls == ["gpu"]  # decided later, not now

@@ -2,6 +2,7 @@
 worker waiting to time another candidate is not held up by seconds of CPU work (issue 14)."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -42,6 +43,18 @@ def test_a_shared_hold_let_go_frees_the_device_and_is_taken_again(tmp_path):
     assert NoLock("none").let_go() is False
 
 
+def _step_off(calls: list):
+    """A stand-in for the worker's off_device: records when the device would be let go and taken again."""
+
+    @contextlib.contextmanager
+    def step_off():
+        calls.append("off")
+        yield
+        calls.append("on")
+
+    return step_off
+
+
 def test_install_wraps_triton_compile_and_uninstall_restores_it(monkeypatch):
     compiler = pytest.importorskip("triton.compiler")
     calls = []
@@ -50,21 +63,31 @@ def test_install_wraps_triton_compile_and_uninstall_restores_it(monkeypatch):
         calls.append(("compile", src))
         return "kernel"
 
-    class StepOff:
-        def __enter__(self):
-            calls.append("off")
-
-        def __exit__(self, *exc):
-            calls.append("on")
-
     monkeypatch.setattr(compiler, "compile", fake_compile)
-    uninstall = jitpause.install(StepOff)
+    uninstall = jitpause.install(_step_off(calls))
     assert compiler.compile is not fake_compile
-    assert jitpause.install(StepOff)() is None  # already wrapped: a second install changes nothing
+    assert jitpause.install(_step_off(calls))() is None  # already wrapped: a second install changes nothing
     assert compiler.compile("src", target="t") == "kernel"
     assert calls == ["off", ("compile", "src"), "on"]
     uninstall()
     assert compiler.compile is fake_compile
+
+
+def test_install_wraps_the_c_compiler_runs_of_a_first_launch(monkeypatch):
+    build = pytest.importorskip("triton.runtime.build")
+    calls = []
+
+    def fake_build(name, src, srcdir, *args):  # the launcher's or the driver utilities' C compile
+        calls.append(("build", name))
+        return "lib.so"
+
+    monkeypatch.setattr(build, "_build", fake_build)
+    uninstall = jitpause.install(_step_off(calls))
+    assert build._build is not fake_build
+    assert build._build("__triton_launcher", "main.c", "/tmp", [], [], [], []) == "lib.so"
+    assert calls == ["off", ("build", "__triton_launcher"), "on"]
+    uninstall()
+    assert build._build is fake_build
 
 
 PROBE = textwrap.dedent("""\

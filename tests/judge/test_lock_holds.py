@@ -157,5 +157,6 @@ def test_on_the_gpu_a_passing_triton_candidate_holds_the_device_exclusively_once
     else:  # the device is given back for the pause before each later repeat
         assert taken in (2, 3), (taken, note)
     assert verdict.device_lock["shared"]["holds"] == 1 + 1 + 1 + 1
-    # its kernel JIT-compiled at the first launch with the shared hold given up (jitpause)
-    assert verdict.device_lock["shared"].get("let_go", 0) >= 1, verdict.device_lock
+    # its kernel JIT-compiled, and its launcher built, at the first launch with the shared hold given
+    # up (jitpause): twice at least
+    assert verdict.device_lock["shared"].get("let_go", 0) >= 2, verdict.device_lock

@@ -96,6 +96,17 @@ def test_the_store_refuses_files_outside_the_workers_folders_links_and_oversize(
         refstore.publish(tmp_path / "cache", "k", _staged(work), [work], 999, 1 << 30)
 
 
+def test_misses_are_counted_per_key_and_forgotten_after_a_week(tmp_path):
+    cache = tmp_path / "cache"
+    assert [refstore.lookup(cache, "k1").missed_before for _ in range(3)] == [0, 1, 2]
+    assert refstore.lookup(cache, "k2").missed_before == 0 and refstore.lookup(cache, "k2").to_reply()["missed_before"] == 1
+    count = cache / "references" / f"{refstore.MISSED}k1"
+    os.utime(count, (0, 0))  # not asked for in a week
+    refstore.evict(cache, 1 << 30)
+    assert not count.exists() and refstore.lookup(cache, "k1").missed_before == 0
+    assert refstore.evict(cache, 0) == []  # the counts are not entries
+
+
 def test_the_store_keeps_to_its_total_cap_least_recently_used_first(tmp_path):
     work, cache = tmp_path / "work", tmp_path / "cache"
     for key in ("a", "b"):
@@ -223,10 +234,14 @@ def test_a_tampered_entry_is_not_used_and_is_computed_again(kernelbench, tmp_pat
     assert _judge(kernelbench, "relu_correct", cache).reference["cache"]["hit"] is True
 
 
-def test_references_computed_faster_than_the_threshold_are_not_stored(kernelbench, tmp_path):
+def test_references_computed_faster_than_the_threshold_are_stored_only_when_asked_for_again(kernelbench, tmp_path):
     cache = tmp_path / "cache"
     first = _judge(kernelbench, "relu_correct", cache, reference_cache_min_compute_s=3600.0)
     assert first.status == "pass" and first.reference["cache"]["stored"] is False
     assert "reference_cache_min_compute_s" in first.reference["cache"]["note"]
     again = _judge(kernelbench, "relu_correct", cache, reference_cache_min_compute_s=3600.0)
     assert again.reference["cache"]["hit"] is False  # nothing was stored to hit
+    assert again.reference["cache"]["stored"] is True and "1 evaluation(s) computed them" in again.reference["cache"]["note"]
+    third = _judge(kernelbench, "relu_correct", cache, reference_cache_min_compute_s=3600.0)
+    assert third.reference["cache"]["hit"] is True and _trials(third) == _trials(first)
+    assert not list((cache / "references").glob(refstore.MISSED + "*"))  # the count goes with the stored entry

@@ -49,17 +49,19 @@ def run(ctx: Context) -> Loaded | None:
             return None
         ctx.verdict.overrides, ctx.verdict.shrunk = dict(problem.overrides), problem.shrunk
         backward = grad.runner_for(problem, device)
+        refstage.open_context(device)
     sync = lambda: guards.synchronize(device)  # noqa: E731
     with ctx.timer("reference"):
         reply, entry = refstage.lookup(ctx, problem, device)  # no device work: before the hold
     staged = None
     with ctx.on_device(lock, "shared"), ctx.timer("reference"):
-        refs = refstage.place(ctx, reply, entry, device)
+        room = refstage.device_room(device, ctx.config)  # measured under the hold, beside what others hold
+        refs = refstage.place(ctx, reply, entry, device, room)
         cache = refstage.hit_record(reply) if refs is not None else None
         del entry
         if refs is None:
             computing = time.perf_counter()
-            refs = compute_references(ctx, problem, device, sync, backward)
+            refs = compute_references(ctx, problem, device, sync, backward, room)
             if refs is None:
                 return None
             staged = refstage.stage(ctx, reply, refs, time.perf_counter() - computing)
@@ -104,20 +106,18 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
         ctx.notes.append(f"judge kernels: {type(exc).__name__}: {exc}")
 
 
-def compute_references(ctx: Context, problem, device: str, sync, backward):
-    """Every trial's reference outputs, computed here (a `refcases.References`); None when the
-    problem's own code failed (the verdict is then decided)."""
+def compute_references(ctx: Context, problem, device: str, sync, backward, room):
+    """Every trial's reference outputs, computed here within `room` (a `check.DeviceRoom`) as a
+    `refcases.References`; None when the problem's own code failed (the verdict is then decided)."""
     from ...problem.ops import record_aten_ops
     from ...problem.reference import TritonLaunchRecorder
     from .. import check
     from ..refcases import References
-    from .reference import device_room
 
     try:
         reference = problem.make_model(ctx.config.seed, device)
         cases, refill, ref_mutates = check.reference_cases(
-            problem, reference, ctx.config.trials, ctx.config.seed, device, sync,
-            room=device_room(device, ctx.config))
+            problem, reference, ctx.config.trials, ctx.config.seed, device, sync, room=room)
         inputs = check.make_inputs(problem, ctx.config.seed, cases[0].variant, device)
         with TritonLaunchRecorder() as launches:
             ref_ops = dict(record_aten_ops(reference, *inputs))

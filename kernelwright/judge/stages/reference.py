@@ -48,14 +48,15 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, d
         return unreadable(reply, exc), None
 
 
-def place(ctx: Context, reply: dict[str, Any] | None, entry: dict[str, Any] | None, device: str):
-    """A hit's References on the device (under the hold), or None: then they are computed."""
+def place(ctx: Context, reply: dict[str, Any] | None, entry: dict[str, Any] | None, device: str, room):
+    """A hit's References on the device within `room` (a `check.DeviceRoom`; under the hold), or
+    None: then they are computed."""
     from .. import refcases
 
     if reply is None or entry is None:
         return None
     try:
-        return refcases.place(entry, device, device_room(device, ctx.config))
+        return refcases.place(entry, device, room)
     except Exception as exc:  # noqa: BLE001 - a malformed entry: compute instead
         unreadable(reply, exc)
         return None
@@ -83,12 +84,15 @@ def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) ->
     if reply is None:
         return None
     record = {"hit": False, "key": reply.get("key", ""), "why": reply.get("why", "")}
-    least = ctx.config.reference_cache_min_compute_s
-    if compute_s < least:
+    least, again = ctx.config.reference_cache_min_compute_s, int(reply.get("missed_before") or 0)
+    if compute_s < least and not again:
         record["stored"] = False
         record["note"] = (f"not stored: computed in {compute_s:.2f} s, under reference_cache_min_compute_s "
-                          f"({least:g} s): cheaper to compute again than to store")
+                          f"({least:g} s): cheaper to compute again than to store, unless they are asked for "
+                          "again")
         return Staged(record)
+    if compute_s < least:
+        record["note"] = f"stored although computed in {compute_s:.2f} s: {again} evaluation(s) computed them before"
     size = refcases.stored_bytes(refs)
     cap = ctx.config.reference_cache_entry_bytes
     if size > cap:
@@ -124,6 +128,20 @@ def store(ctx: Context, staged: Staged | None) -> dict[str, Any] | None:
 
 def hit_record(reply: dict[str, Any]) -> dict[str, Any]:
     return {"hit": True, "key": reply.get("key", ""), "verify_s": reply.get("verify_s")}
+
+
+def open_context(device: str) -> None:
+    """Create this process's CUDA context now, before the device's hold: it is driver work, 1.2 s a
+    worker beside 11 others on the H100 (docs/benchmarks.md), that used to run inside the hold at
+    the first query of free memory. Nothing off a GPU; a failure shows at the next device call."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    try:
+        torch.cuda.mem_get_info(torch.device(device))
+    except Exception:  # noqa: BLE001 - reported where the device is used
+        pass
 
 
 def device_room(device: str, config):
