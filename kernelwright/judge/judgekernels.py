@@ -3,8 +3,9 @@ evaluation: 0.8 s of compiling (the kernel and Triton's launcher) in every worke
 
 Each worker has a Triton cache folder of its own (a candidate must not write what another one
 loads). In stage 1, before any candidate code exists in the process, the worker asks its
-supervisor for the shared folder (`judge_kernels`), copies its entries into its own cache (`seed`),
-compiles the judge's kernels (`gpucompare.warm`: hits then) and offers the entries that compiling
+supervisor for the shared folder (`judge_kernels`), copies its entries into its own cache (`seed`,
+which points Triton's group files at the copies), compiles the judge's kernels (`gpucompare.warm`:
+hits then) and offers the entries that compiling
 added (`store_judge_kernels`). The supervisor, a trusted process, copies them into the shared
 folder (`publish`): once per evaluation and only before the seal, like the reference store, so
 nothing a process wrote after running candidate code reaches another evaluation. After the seal
@@ -12,6 +13,7 @@ the worker compiles no judge kernel (`gpucompare.applies`).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -41,10 +43,24 @@ def seed(shared: Path, own: Path) -> set[str]:
     for name in sorted(entries(shared) - present):
         try:
             shutil.copytree(shared / name, own / name, symlinks=False)
+            _repoint_groups(own / name)
             present.add(name)
-        except OSError:  # evicted meanwhile, or unreadable: compiled again
+        except (OSError, ValueError):  # evicted meanwhile, or unreadable: compiled again
             shutil.rmtree(own / name, ignore_errors=True)
     return present
+
+
+def _repoint_groups(entry: Path) -> None:
+    """Point the entry's group files at its own files. Triton records a kernel's files in
+    `__grp__<name>.json` by absolute path, in the cache folder that compiled it (another
+    evaluation's, gone by now), and counts a group whose files are missing as a miss: without
+    this every worker compiled the kernel again (0.3-0.5 s a CLI call on the H100)."""
+    for group in entry.glob("__grp__*.json"):
+        data = json.loads(group.read_text())
+        children = data.get("child_paths")
+        if isinstance(children, dict):
+            data["child_paths"] = {child: str(entry / Path(path).name) for child, path in children.items()}
+            group.write_text(json.dumps(data))
 
 
 def publish(cache: Path, own: Path, names: list[str], allowed: list[Path]) -> dict:

@@ -48,3 +48,22 @@ def test_an_offer_above_the_cap_is_refused(tmp_path, monkeypatch):
     own = tmp_path / "work" / "triton"
     entry(own, "BIG", {"k.cubin": b"x" * 11})
     assert "MiB of kernels offered" in judgekernels.publish(tmp_path / "cache", own, ["BIG"], [tmp_path / "work"])["error"]
+
+
+def test_a_seeded_kernel_is_found_by_tritons_cache_though_its_compiler_folder_is_gone(tmp_path, monkeypatch):
+    """Triton's group file names a kernel's files by absolute path in the folder that compiled it;
+    after seeding, Triton's own cache lookup must find them in the worker's copy (a hit, not a
+    compile)."""
+    import json
+
+    import pytest
+
+    cache = pytest.importorskip("triton.runtime.cache")
+    shared, own, gone = tmp_path / "shared", tmp_path / "own", tmp_path / "compiled-here"
+    group = {"child_paths": {name: str(gone / "KEY" / name) for name in ("k.cubin", "k.json")}}
+    entry(shared, "KEY", {"k.cubin": b"cubin", "k.json": b"{}", "__grp__k.json": json.dumps(group).encode()})
+    judgekernels.seed(shared, own)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(own))
+    found = cache.FileCacheManager("KEY").get_group("k.json")
+    assert found == {"k.cubin": str(own / "KEY" / "k.cubin"), "k.json": str(own / "KEY" / "k.json")}
+    assert json.loads((shared / "KEY" / "__grp__k.json").read_text()) == group  # the shared copy is untouched
