@@ -26,6 +26,7 @@ never imports torch. The worker side (`refcases`) says what an entry holds and l
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -92,19 +93,21 @@ def lookup(cache: Path, key: str) -> Lookup:
 
 
 def count_miss(cache: Path, key: str) -> int:
-    """Count one more miss of `key`; returns how many there were before (0 when unknown)."""
+    """Count one more miss of `key`; returns how many there were before (0 when unknown). Two
+    lookups at the same moment may count once: the count only decides when to store."""
     path = root(cache) / f"{MISSED}{key}"
     try:
         before = int(path.read_text() or 0) if path.is_file() and not path.is_symlink() else 0
     except (OSError, ValueError):
         before = 0
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}")  # a leftover goes with the stale counts
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".tmp-{uuid.uuid4().hex}")
         tmp.write_text(str(before + 1))
         os.replace(tmp, path)
     except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return before
 
 
