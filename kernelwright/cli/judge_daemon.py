@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.judge.daemon_key import (PACKAGE, DaemonUnavailable, absolute_path_list, daemon_key, key_digest,
-                                           receive, send, socket_path)
+                                           socket_path)
 from kernelwright.judge.service import peer_credentials
+from kernelwright.judge.wire import receive, send
 
 START_TIMEOUT_S = 60.0  # the daemon listens before its pool imports anything: seconds are plenty
 STALE_WAIT_S = 10.0

@@ -38,7 +38,8 @@ from typing import Any
 
 from . import trusted
 from .config import JudgeConfig
-from .daemon_key import PACKAGE, DaemonUnavailable, receive, send
+from .daemon_key import PACKAGE, DaemonUnavailable
+from .wire import receive, send
 from .forkserver import package_digest
 from .proctree import no_new_privs
 from .service import is_descendant, peer_credentials

@@ -10,7 +10,7 @@ ends at its idle timeout (or at once, when it sees its package change on disk).
 
 The socket lies in a folder of the user's own (mode 0700, checked) inside the judge's cache
 folder, else (a path too long for a UNIX socket) under the temporary folder. Messages are one
-JSON object per line each way. Standard library only: the CLI imports this before it knows
+JSON object per line each way (`wire`). Standard library only: the CLI imports this before it knows
 whether it will need torch.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import socket
 import stat
 import sys
 import tempfile
@@ -118,15 +117,3 @@ def own_folder(folder: Path) -> None:
                                 f"owner uid {info.st_uid}): not used for the judge daemon's socket")
 
 
-def send(conn: socket.socket, message: dict[str, Any]) -> None:
-    conn.sendall(json.dumps(message).encode() + b"\n")
-
-
-def receive(reader, limit: int = 1 << 28) -> dict[str, Any] | None:
-    """The next message from `reader` (`conn.makefile("rb")`); None when the other end closed first."""
-    line = reader.readline(limit)
-    if not line.endswith(b"\n"):
-        if len(line) >= limit:
-            raise ValueError("message too long")
-        return None
-    return json.loads(line)

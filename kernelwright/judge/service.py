@@ -4,7 +4,7 @@ A confined worker cannot write the judge's caches, so what must land there is do
 supervisor (`kernelwright.judge.supervisor`), a process that never runs candidate code: building
 an extension (`build`), measuring baselines (`baselines`), making device lock files (`lock`). The
 worker finds the socket through `$KW_JUDGE_SERVICE`. Messages are one JSON object per line each
-way; a reply with an "error" key raises `ServiceError` in the caller. The server answers only
+way (`wire`, at most `MAX_MESSAGE` bytes); a reply with an "error" key raises `ServiceError` in the caller. The server answers only
 processes below the supervisor (SO_PEERCRED), each connection in its own thread.
 
 Nothing a caller sends is trusted: the handlers treat every field as data (a build is keyed by the
@@ -13,7 +13,6 @@ worker registered before any candidate code existed, see `supervisor`).
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import struct
@@ -23,7 +22,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from . import wire
+
 ENV_VAR = "KW_JUDGE_SERVICE"
+MAX_MESSAGE = 1 << 24  # bytes of one request or reply line: a caller is candidate code, its lines are bounded
 SOCKET_NAME = "service.sock"
 _MAX_PATH = 100  # sun_path holds 108 bytes
 
@@ -44,25 +46,14 @@ def call(op: str, **fields: Any) -> dict[str, Any]:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(path)
-            sock.sendall(json.dumps({"op": op, **fields}).encode() + b"\n")
-            reply = json.loads(_read_line(sock) or b"{}")
+            wire.send(sock, {"op": op, **fields})
+            with sock.makefile("rb") as reader:
+                reply = wire.receive(reader, MAX_MESSAGE) or {}
     except (OSError, ValueError) as exc:
         raise ServiceError(f"the judge supervisor did not answer {op!r}: {exc}") from exc
     if "error" in reply:
         raise ServiceError(str(reply["error"]))
     return reply
-
-
-def _read_line(sock: socket.socket) -> bytes:
-    chunks = []
-    while True:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        if chunk.endswith(b"\n"):
-            break
-    return b"".join(chunks)
 
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -106,13 +97,13 @@ class Server:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn:
+        with conn, conn.makefile("rb") as reader:
             try:
                 if not is_descendant(peer_pid(conn), self.owner):
                     reply: dict[str, Any] = {"error": "only processes of this evaluation may ask"}
                 else:
-                    reply = self._handle(json.loads(_read_line(conn) or b"{}"))
-                conn.sendall(json.dumps(reply).encode() + b"\n")
+                    reply = self._handle(wire.receive(reader, MAX_MESSAGE) or {})
+                wire.send(conn, reply)
             except (OSError, ValueError):
                 pass
 

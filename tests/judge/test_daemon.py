@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.judge.daemon_key import receive, send
+from kernelwright.judge.wire import receive, send
 from proc_tree import alive, descendants
 
 REPO = Path(__file__).resolve().parents[2]

@@ -66,3 +66,25 @@ def test_a_socket_path_too_long_for_unix_sockets_moves_to_a_short_folder(tmp_pat
     path, short = service.socket_path(deep)
     assert short and len(str(path)) < 100
     os.rmdir(short)
+
+
+def test_a_request_line_longer_than_the_limit_gets_no_answer_and_the_service_goes_on(tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(service, "MAX_MESSAGE", 1 << 12)
+    server = service.Server(tmp_path, {"echo": lambda m: {"got": m["value"]}})
+    server.start()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(server.path))
+            sock.sendall(b'{"op": "echo", "value": "' + b"x" * (1 << 13))  # never ends its line
+            sock.shutdown(socket.SHUT_WR)
+            try:
+                answer = sock.recv(100)
+            except ConnectionResetError:  # closed with the rest of the line unread
+                answer = b""
+            assert answer == b""  # no reply
+        monkeypatch.setenv(service.ENV_VAR, str(server.path))
+        assert service.call("echo", value=1) == {"got": 1}
+    finally:
+        server.close()
