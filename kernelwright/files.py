@@ -1,4 +1,5 @@
-"""Writing a file so that a reader (another process polling a folder) never sees half of it.
+"""Writing a file so that a reader (another process polling a folder) never sees half of it, and
+telling whether a path a less trusted process named lies in its own folders.
 
 Stdlib only; every folder may import it, the judge too.
 """
@@ -21,3 +22,14 @@ def atomic_write(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def outside_folders(path: str | Path, folders: list[Path]) -> str:
+    """Why `path` (made absolute) is not a path inside one of `folders` reached without links: "" when
+    it is, else "is not in the evaluation's own folders" or "is reached through a link"."""
+    path = Path(os.path.abspath(path))
+    if not any(path.is_relative_to(Path(folder).resolve()) for folder in folders):
+        return "is not in the evaluation's own folders"
+    if path.resolve() != path:
+        return "is reached through a link"
+    return ""

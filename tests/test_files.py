@@ -18,3 +18,18 @@ def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path):
         atomic_write(path, b"not text")  # type: ignore[arg-type]
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_a_path_is_inside_the_folders_only_when_reached_without_links(tmp_path):
+    from kernelwright.files import outside_folders
+
+    own, other = tmp_path / "own", tmp_path / "other"
+    own.mkdir()
+    other.mkdir()
+    (other / "data").write_text("x")
+    (own / "data").write_text("x")
+    (own / "link").symlink_to(other / "data")
+    assert outside_folders(own / "data", [own]) == ""
+    assert outside_folders(other / "data", [own]) == "is not in the evaluation's own folders"
+    assert outside_folders(own / "link", [own]) == "is reached through a link"
+    assert outside_folders(own / ".." / "other" / "data", [own]) == "is not in the evaluation's own folders"

@@ -20,6 +20,8 @@ import stat
 import uuid
 from pathlib import Path
 
+from kernelwright.files import outside_folders
+
 FOLDER = Path("judge_kernels") / "triton"  # under the judge's cache folder
 MAX_BYTES = 64 << 20  # what one evaluation may add; the whole folder is cleared above 8x that
 
@@ -66,9 +68,9 @@ def _repoint_groups(entry: Path) -> None:
 def publish(cache: Path, own: Path, names: list[str], allowed: list[Path]) -> dict:
     """Copy the worker's new entries `names` of its cache folder `own` (inside `allowed`, its own
     folders) into the shared folder, each atomically (a temporary folder renamed)."""
-    source = Path(os.path.abspath(own))
-    if not any(source.is_relative_to(folder.resolve()) for folder in allowed) or source.resolve() != source:
+    if outside_folders(own, allowed):
         return {"error": f"{own} is not the evaluation's own cache folder"}
+    source = Path(os.path.abspath(own))
     chosen = [n for n in names if n and "/" not in n and not n.startswith(".") and (source / n).is_dir()]
     if sum(_plain_bytes(source / n) for n in chosen) > MAX_BYTES:
         return {"error": f"more than {MAX_BYTES >> 20} MiB of kernels offered"}

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelwright.files import outside_folders
+
 FOLDER = "references"
 DATA_FILE = "cases.pt"
 MANIFEST = "manifest.json"
@@ -183,11 +185,10 @@ def publish(cache: Path, key: str, staged: Path, allowed: list[Path], entry_cap:
 
 
 def _checked_source(staged: Path, allowed: list[Path], entry_cap: int) -> Path:
+    why = outside_folders(staged, allowed)
+    if why:
+        raise ReferenceStoreError(f"{staged} {why}")
     path = Path(os.path.abspath(staged))
-    if not any(path.is_relative_to(folder.resolve()) for folder in allowed):
-        raise ReferenceStoreError(f"{staged} is not in the evaluation's own folders")
-    if path.resolve() != path:
-        raise ReferenceStoreError(f"{staged} is reached through a link")
     info = path.lstat()
     if not stat.S_ISREG(info.st_mode):
         raise ReferenceStoreError(f"{staged} is not a plain file")
