@@ -148,9 +148,10 @@ class JudgeEvaluator:
                 results[i] = dataclasses.replace(Measurement.from_dict(hit), cached=True)
                 continue
             source = template.instantiate(params)
-            path = self.workdir / f"{_stem(template.name)}_{instance_hash(source)}.py"
+            ihash = instance_hash(source)
+            path = self.workdir / f"{_stem(template.name)}_{ihash}.py"
             path.write_text(source)
-            todo.append((i, path, instance_hash(source)))
+            todo.append((i, path, ihash))
         for k, verdict in self._judge_each([path for _, path, _ in todo]):
             i, _, ihash = todo[k]
             measurement = self._measurement(configs[i], verdict, ihash)
@@ -186,24 +187,27 @@ class JudgeEvaluator:
             yield from enumerate(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
 
     def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
-        m = measured(params, verdict, ihash)
         resources = verdict_resources(verdict)
+        m = measured(params, verdict, ihash, resources)
         why = resource_violation(resources, self.limits, self.allow_spills) if resources else None
         if why:
             m.status, m.stage, m.error, m.time_ms = PRUNED, "compiled", why, None
         return m
 
 
-def measured(params: dict[str, Any], verdict, ihash: str) -> Measurement:
+def measured(params: dict[str, Any], verdict, ihash: str,
+             resources: list[KernelResources] | None = None) -> Measurement:
     """What a judge verdict (judge.verdict.Verdict) says of one instance, before any pruning for a
-    device's limits: its status, its median time when it passed, its resources and cost."""
+    device's limits: its status, its median time when it passed, its resources (`resources`, when
+    the caller has read them already) and cost."""
     timing = verdict.timing
+    resources = verdict_resources(verdict) if resources is None else resources
     device_s, judge_s = verdict_seconds(verdict)
     return Measurement(
         params=params, status=verdict.status, stage=verdict.stage, error=verdict.error,
         time_ms=timing.median_ms if (timing and verdict.passed) else None,
         method=timing.method if timing else "", note=timing.note if timing else "",
-        resources=[r.to_dict() for r in verdict_resources(verdict)], verdict=verdict.to_dict(), instance_hash=ihash,
+        resources=[r.to_dict() for r in resources], verdict=verdict.to_dict(), instance_hash=ihash,
         device_s=device_s, judge_s=judge_s,
     )
 
