@@ -74,8 +74,8 @@ class MemoryAdmission:
     headroom_bytes: int = 2 * GIB
     margin: float = 1.25
     # what a job of a problem not measured yet reserves: this share of the GPU's free memory (the
-    # worker keeps the reference outputs of all trials within JudgeConfig.reference_device_share of it,
-    # 0.25 by default: judge/stages/reference.py)
+    # worker may keep reference outputs within JudgeConfig.reference_device_share of it, 0.5 by
+    # default, judge/stages/reference.py: an OOM beside them is judged again with them on the host)
     unknown_share: float = 0.3
     measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
     _probing: set[str] = field(default_factory=set)  # problems whose first job runs and measures them

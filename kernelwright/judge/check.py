@@ -104,8 +104,11 @@ def make_inputs(problem, seed: int, variant: str, device: str) -> list:
 
 
 def out_of_memory(exc: BaseException) -> bool:
-    """Whether `exc` is the GPU running out of memory (torch's error, or a library's that says so)."""
-    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    """Whether `exc` is the GPU running out of memory, as the pool tells one it judges again
+    (`admission.names_oom`)."""
+    from .admission import names_oom
+
+    return names_oom(f"{type(exc).__name__}: {exc}")
 
 
 def inputs_on_device(problem, device: str) -> bool | None:

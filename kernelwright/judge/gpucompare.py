@@ -92,13 +92,14 @@ def error_stats(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) 
     parts = [_launch(o[s:s + len(c)], c, atol, rtol) for s, c in _on_device(r, o.device)]
     floats = torch.cat([p[0] for p in parts])
     counts = torch.cat([p[1] for p in parts])
-    if bool((counts < 0).any()):
-        raise RuntimeError("the judge's comparison kernel did not run (Triton's launch was altered?)")
     maxima = floats[:, :3].amax(dim=0)
     sums = floats[:, 3:].sum(dim=0)
     totals = counts.sum(dim=0)
-    values = torch.cat([maxima, sums, totals.to(torch.float64)]).tolist()  # the one sync
-    return Sums(values[0], values[1], values[2], values[3], values[4], int(values[5]), int(values[6]), int(values[7]))
+    lowest = counts.amin().reshape(1)  # -1: a program did not run
+    values = torch.cat([maxima, sums, totals.to(torch.float64), lowest.to(torch.float64)]).tolist()  # the one sync
+    if values[8] < 0:
+        raise RuntimeError("the judge's comparison kernel did not run (Triton's launch was altered?)")
+    return Sums(*values[:5], int(values[5]), int(values[6]), int(values[7]))
 
 
 def _on_device(r: torch.Tensor, device: torch.device):

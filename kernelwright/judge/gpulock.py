@@ -79,11 +79,15 @@ class DeviceLock:
         fcntl.flock(handle.fileno(), mode)
         self.waited_s += time.perf_counter() - started
 
+    def _pass_turnstile(self) -> None:
+        """Wait behind a writer that is already waiting (it holds the turnstile), then go on."""
+        with self._open("turnstile") as turnstile:
+            self._take(turnstile, fcntl.LOCK_EX)
+            fcntl.flock(turnstile.fileno(), fcntl.LOCK_UN)
+
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        with self._open("turnstile") as turnstile:
-            self._take(turnstile, fcntl.LOCK_EX)  # wait behind a writer that is already waiting
-            fcntl.flock(turnstile.fileno(), fcntl.LOCK_UN)
+        self._pass_turnstile()
         with self._open("lock") as lock:
             self._take(lock, fcntl.LOCK_SH)
             self._shared = lock
@@ -103,9 +107,7 @@ class DeviceLock:
 
     def take_again(self) -> None:
         """After `let_go`: the shared hold again, behind any writer that waits meanwhile."""
-        with self._open("turnstile") as turnstile:
-            self._take(turnstile, fcntl.LOCK_EX)
-            fcntl.flock(turnstile.fileno(), fcntl.LOCK_UN)
+        self._pass_turnstile()
         self._take(self._shared, fcntl.LOCK_SH)
 
     @contextlib.contextmanager

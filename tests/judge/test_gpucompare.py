@@ -5,6 +5,7 @@ GPU, through `check.compare` itself."""
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import pytest
 import torch
@@ -32,9 +33,10 @@ def torch_path(out, ref, atol, rtol) -> dict:
 
 
 def kernel_path(out, ref, atol, rtol) -> dict:
-    floats, counts = gpucompare._launch(out.reshape(-1), ref.reshape(-1), atol, rtol)
-    maxima, sums, totals = floats[:, :3].amax(0).tolist(), floats[:, 3:].sum(0).tolist(), counts.sum(0).tolist()
-    return dict(zip(FIELDS, maxima + sums + totals, strict=True))
+    """`error_stats` itself (launch and reduction), with `applies` let through for CPU tensors."""
+    with mock.patch.object(gpucompare, "applies", lambda o, r: True):
+        sums = gpucompare.error_stats(out, ref, atol, rtol)
+    return {f: getattr(sums, f) for f in FIELDS}
 
 
 def assert_same(found: dict, expected: dict) -> None:
@@ -51,6 +53,18 @@ def test_under_the_interpreter_the_kernel_computes_the_torch_paths_statistics(dt
     found, expected = kernel_path(out, ref, 1e-2, 1e-2), torch_path(out, ref, 1e-2, 1e-2)
     assert_same(found, expected)
     assert found["nan_mismatch"] == 2 and found["finite"] == 4997 and found["violations"] >= 1
+
+
+def test_under_the_interpreter_a_launch_that_did_not_run_is_an_error(monkeypatch):
+    out, ref = pair(3000)
+
+    class Skipped:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: None
+
+    monkeypatch.setattr(gpucompare, "_stats_kernel", Skipped())
+    with pytest.raises(RuntimeError, match="did not run"):
+        kernel_path(out, ref, 1e-2, 1e-2)
 
 
 def test_the_kernel_reads_an_output_more_precise_than_its_reference():
