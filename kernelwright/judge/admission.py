@@ -45,7 +45,10 @@ from dataclasses import dataclass, field
 from .ledger import GpuLedger, LedgerEntry, new_entry
 
 GIB = 1 << 30
-OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED", "cudaErrorMemoryAllocation")
+# torch's allocator ("CUDA out of memory", OutOfMemoryError), the CUDA runtime's own error string
+# ("CUDA error: out of memory": cuRAND, cuBLAS set-up, an extension's cudaMalloc) and the libraries'
+OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+               "cudaErrorMemoryAllocation")
 OOM_RETRIED = "oom_retried_alone"
 OOM_ALONE = "oom_alone"
 OOM_REFERENCE_ON_HOST = "oom_retried_reference_on_host"

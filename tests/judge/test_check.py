@@ -286,3 +286,12 @@ def test_running_out_of_gpu_memory_while_drawing_inputs_is_raised_not_answered_o
     with pytest.raises(torch.OutOfMemoryError):
         check.make_inputs(problem, 1, "given", "cuda")
     assert check.inputs_on_device(problem, "cuda") is None and problem.calls == ["gpu"]  # decided later, not now
+
+
+def test_what_counts_as_running_out_of_gpu_memory_is_what_the_pool_judges_again():
+    from kernelwright.judge.admission import names_oom
+
+    for exc in (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
+                RuntimeError("CUDA error: out of memory"), RuntimeError("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")):
+        assert check.out_of_memory(exc) and names_oom(f"{type(exc).__name__}: {exc}"), exc
+    assert not check.out_of_memory(TypeError("can't convert cuda:0 device type tensor to numpy"))
