@@ -12,7 +12,7 @@ from typing import Iterable
 from kernelwright.llm.types import CompletionRequest, Message
 from kernelwright.rules import prompt_markdown
 
-from . import templates
+from . import citations, templates
 from .context import ContextReport, Section, estimate_tokens, fit_sections
 from .types import AgentContext, ParseFailure
 
@@ -86,10 +86,21 @@ class Agent:
             if total <= ctx.token_budget or fitted.report.over_budget:
                 break
             fixed += total - ctx.token_budget  # the layout's glue cost more than measured empty
+        system, user = self._cite_shown_only(ctx, system, fitted.texts, variables)
+        total = estimate_tokens(system) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
         report = fitted.report
         report.used_tokens = total
         report.over_budget = total > ctx.token_budget
         return [Message("system", system), Message("user", user)], report
+
+    def _cite_shown_only(self, ctx: AgentContext, system: str, texts: dict, variables: dict) -> tuple[str, str]:
+        """System and user text whose skill citations point only at the skills shown (citations.py)."""
+        known = set(ctx.extra.get("skill_names") or ()) | {str(getattr(s, "name", "")) for s in ctx.skills}
+        known.discard("")
+        shown = citations.shown_skills(texts.get("skills", ""))
+        texts = {group: citations.resolve(text, shown, known) for group, text in texts.items()}
+        user = templates.render(self.env, self.template, s=_Blocks(texts), **variables)
+        return citations.resolve(system, shown, known), user
 
     # --- answers ------------------------------------------------------------------------------
     def failure(self, reason: str) -> ParseFailure:

@@ -91,12 +91,17 @@ def as_ranker(skills: Any) -> SkillRanker | None:
 
 class ContextBuilder:
     def __init__(self, problem: ProblemInfo, settings: Settings, skills: SkillRanker | None = None, *,
-                 target: Any = None, extra: Mapping[str, Any] | None = None):
+                 target: Any = None, extra: Mapping[str, Any] | None = None,
+                 skill_names: Iterable[str] | None = None):
+        """`skill_names`: the library's names, so a prompt can tell a citation of a skill it does not
+        show from other bracketed words (agents/citations.py)."""
         self.problem = problem
         self.settings = settings
         self.skills = as_ranker(skills)
         self.target = target
         self.extra = dict(extra or {})
+        if skill_names is not None:
+            self.extra["skill_names"] = sorted(skill_names)
 
     def on_gpu(self) -> bool:
         return getattr(self.target, "kind", "") == "cuda"

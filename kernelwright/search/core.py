@@ -100,7 +100,8 @@ class Engine:
             raise ValueError(f"agents missing: {', '.join(missing)}")
         self.tree = Tree(problem.source)
         self.trajectory = Trajectory()
-        self.contexts = ContextBuilder(problem, self.settings, skills, target=target, extra=extra)
+        self.contexts = ContextBuilder(problem, self.settings, skills, target=target, extra=extra,
+                                       skill_names=skill_names)
         self.seed = rng_seed
         self.rng = random.Random(rng_seed)
         self.tuning = Tuning(self)  # the tuning step's jobs (tuning.py)

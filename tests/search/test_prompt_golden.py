@@ -92,6 +92,17 @@ def test_skills_are_whole_relevant_and_shared_by_planner_and_coder(run):
     assert set(planners[0]) <= set(coder) | {"pooling-windows"}
 
 
+def test_no_prompt_names_a_skill_it_does_not_show(run):
+    """Findings, plans, diagnoses and skill cross-references cite only the skills the prompt shows."""
+    from kernelwright.agents.citations import mentioned, shown_skills
+
+    _, prompts = run
+    names = builtin_library().names()
+    for label, prompt in prompts.items():
+        shown = set(shown_skills(prompt.user))
+        assert mentioned(prompt.system + "\n" + prompt.user, names) <= shown, label
+
+
 def test_search_bookkeeping_quotes_the_planners_words(run):
     kind, prompts = run
     second_planner = by_agent(prompts, "planner")[1].user
