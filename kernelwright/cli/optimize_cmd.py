@@ -9,6 +9,7 @@ to stdout.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import difflib
 import json
@@ -133,6 +134,9 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
         judge = JudgeConfig.from_dict({k: _judge_value(k, v) for k, v in judge_values.items()})
     except (SettingsError, ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from None
+    if budget.max_evals is not None and budget.max_evals < 1:
+        raise UsageError(f"--max-evals {budget.max_evals}: nothing would be judged; give 1 or more "
+                         "(without it: 16 template instances without an LLM, no limit with one)")
     return RunOptions(problem=problem, resume=resume, llm=llm, llm_roles=_pairs(llm_roles, "--llm-role"),
                       config_file=config_file, backend=backend, settings=settings, limits=budget,
                       judge=judge, overrides=sizes, run_dir=run_dir, workspace=workspace,
@@ -230,11 +234,13 @@ def _run_one(options, quiet: bool, no_model: bool = False):
         return run(options, on_progress=lambda snap: live.update(progress_panel(snap)))
 
 
-def report_outcome(outcome, to_stdout: bool = True) -> None:
-    """The final panel on stderr; the outcome lines on stdout (stderr when --json owns stdout)."""
+def report_outcome(outcome, to_stdout: bool = True, quiet: bool = False) -> None:
+    """The final panel on stderr (not with --quiet); the outcome lines on stdout (stderr when
+    --json owns stdout)."""
     from kernelwright.report.progress import progress_panel
 
-    console.print(progress_panel(outcome.snapshot, title=f"run {outcome.run_id}"))
+    if not quiet:
+        console.print(progress_panel(outcome.snapshot, title=f"run {outcome.run_id}"))
     out = results if to_stdout else console
     style = {"done": "green", "paused": "yellow"}.get(outcome.status, "red")
     # soft_wrap: paths stay on one line, so they can be copied (and found by scripts)
@@ -264,8 +270,8 @@ def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False
     names = [e.name for e in (read_manifest(resume).entries if resume else entries_for(problems))]
     if not names:
         raise UsageError("the suite holds no problem files")
-    with suite_view.SuiteProgress(console, names) as progress:
-        on_progress = None if quiet else progress
+    with (contextlib.nullcontext() if quiet else suite_view.SuiteProgress(console, names)) as progress:
+        on_progress = progress  # None with --quiet
         if resume:
             outcome = driver.resume_suite(resume, options, on_progress)
         else:
@@ -330,7 +336,8 @@ def optimize(
     rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
                                         "library or strict (see docs/judge.md)"),
     seed: int = typer.Option(0, "--seed", help="seed of the search's random choices"),
-    quiet: bool = typer.Option(False, "--quiet", help="no live progress (panel or lines on stderr)"),
+    quiet: bool = typer.Option(False, "--quiet", help="nothing on stderr but errors and warnings: no live progress, "
+                               "no final panel; the outcome lines (or --json) still go to stdout"),
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON on stdout"),
 ) -> None:
     """Search for a faster, verified ModelNew with LLM agents (no LLM: tune built-in Triton templates).
@@ -364,6 +371,8 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
 
     try:
         options = build_options(**flags)
+        if resume:
+            _check_resumed_problem(targets, resume)
         if resume and is_suite(resume):
             _warn_fixed_on_resume(flags)
             check_environment(options.backend, flags["eval_mode"] or _suite_eval(resume), options.judge.device)
@@ -390,7 +399,7 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
                 if reasons:
                     raise UsageError(no_llm.refusal_message(reasons))
             check_environment(options.backend, options.eval_mode, options.judge.device)
-            if no_model:
+            if no_model and not quiet:
                 announce_without_llm()
             if suite is not None:
                 return run_suite(suite[0], options, quiet, no_model, json_out, label=suite[1])
@@ -401,7 +410,7 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
     except (ReplayDiverged, EnvironmentMissing) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         return exits.EXIT_FAILED
-    report_outcome(outcome, to_stdout=not json_out)
+    report_outcome(outcome, to_stdout=not json_out, quiet=quiet)
     if json_out:
         typer.echo(json.dumps(outcome.to_dict(), indent=2))
     if outcome.status == "interrupted":
@@ -415,8 +424,36 @@ def _suite_eval(suite_dir: str) -> str:
     return read_manifest(suite_dir).eval
 
 
+def _check_resumed_problem(targets: list[str], resume: str) -> None:
+    """A problem named beside --resume must be the run's own (a resume never changes it): another
+    file, or any with a suite, is a usage error instead of being ignored."""
+    if not targets:
+        return
+    from kernelwright.store.suite import is_suite
+
+    stored = None if is_suite(resume) or len(targets) > 1 else _stored_problem(resume)
+    if stored is not None and Path(targets[0]).resolve() == Path(stored).resolve():
+        return
+    own = f" ({stored})" if stored else ""
+    raise UsageError(f"--resume {resume} continues the problem(s) it started with{own}, not "
+                     f"{' '.join(targets)}: drop the problem argument to resume, or start a new run without --resume")
+
+
+def _stored_problem(run_dir: str) -> str | None:
+    """The problem file a stored run was made for; None when the folder holds no readable run."""
+    import sqlite3
+
+    from kernelwright.store import RunStore, StoreError
+
+    try:
+        with RunStore.in_dir(run_dir, create=False) as store:
+            return store.run()["problem_path"]
+    except (StoreError, OSError, sqlite3.Error, KeyError):
+        return None
+
+
 def _warn_fixed_on_resume(flags: dict[str, Any]) -> None:
-    if flags["problem"] or flags["strategy"] or flags["backend"] or flags["sets"] or flags["skill_dirs"] \
+    if flags["strategy"] or flags["backend"] or flags["sets"] or flags["skill_dirs"] \
             or flags["run_dir"] or flags["rules"]:
         console.print("[yellow]a resumed run keeps the problem and settings it started with; only budgets, "
                       "--llm/--llm-role, --eval, --target and --config apply[/]")

@@ -184,3 +184,54 @@ def test_the_default_workspace_is_ignored_by_git(tmp_path):
     explicit = tmp_path / "my-run"  # a folder the user named is left as the user wants it
     prepare_run_dir(RunOptions(run_dir=str(explicit), workspace=str(tmp_path / "ws")), explicit)
     assert explicit.is_dir() and not (tmp_path / "ws").exists()
+
+
+@pytest.fixture
+def fake_tuner(monkeypatch):
+    """The template tuner replaced by tests/fake_tuner.py: runs of a few instances, no judge."""
+    from fake_tuner import FakeTuner
+
+    from kernelwright.tune import autopilot
+
+    fake = FakeTuner()
+    monkeypatch.setattr(autopilot, "optimize_without_llm", fake)
+    return fake
+
+
+def test_max_evals_zero_is_refused_not_ignored(user, fake_tuner):
+    result = runner.invoke(app, ["optimize", str(EXAMPLE), "--max-evals", "0"])
+    assert result.exit_code == 2 and "--max-evals 0: nothing would be judged" in result.output
+    assert fake_tuner.judged == [] and not (user / "kw-runs").exists()
+
+
+def test_a_problem_given_with_resume_must_be_the_runs_own(user, fake_tuner):
+    problem = write_problems(user / "problems", scales=(2, 3))
+    run_dir = user / "run"
+    first = runner.invoke(app, ["optimize", str(problem[0]), "--run-dir", str(run_dir), "--max-evals", "2", "--quiet"])
+    assert first.exit_code == 0, first.output
+    other = runner.invoke(app, ["optimize", str(problem[1]), "--resume", str(run_dir), "--max-evals", "3"])
+    assert other.exit_code == 2 and "continues the problem(s) it started with" in other.output
+    assert str(problem[1]) in other.output and len(fake_tuner.judged) == 2  # nothing ran
+    same = runner.invoke(app, ["optimize", str(problem[0]), "--resume", str(run_dir), "--max-evals", "3", "--quiet"])
+    assert same.exit_code == 0, same.output
+    assert len(fake_tuner.judged) == 3
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_a_run_folder_that_cannot_be_made_is_a_usage_error(user, fake_tuner, where):
+    (user / "a_file").write_text("x")
+    run_dir = {"file": user / "a_file" / "run", "proc": Path("/proc/kw-no-such-run")}[where]
+    for target in (EXAMPLE, EXAMPLE.parent):  # one problem, and a suite
+        result = runner.invoke(app, ["optimize", str(target), "--run-dir", str(run_dir), "--max-evals", "1"])
+        assert result.exit_code == 2, result.output
+        assert f"cannot create the run folder {run_dir}" in result.output and "Traceback" not in result.output
+    assert fake_tuner.judged == []
+
+
+def test_quiet_prints_only_the_outcome(user, fake_tuner):
+    result = runner.invoke(app, ["optimize", str(EXAMPLE), "--max-evals", "2", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""  # no "no LLM configured" line, no progress, no panel
+    assert result.stdout.startswith("done: ") and "run folder: " in result.stdout
+    loud = runner.invoke(app, ["optimize", str(EXAMPLE), "--max-evals", "2"])
+    assert "no LLM configured" in loud.stderr and "instances (2 / 2 judged)" in loud.stderr

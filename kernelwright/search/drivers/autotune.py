@@ -22,7 +22,10 @@ instance's stored verdict, status, speedup and measurement are replaced and an "
 journaled, before the tuner is replayed, so its measured time and the best instance follow (and a
 later round may differ, as it would have on that verdict).
 
-Limits: `max_evals` is the number of instances (default 16); `max_minutes` is active time, checked
+Limits: `max_evals` is the number of instances in the run (default 16), stored ones included: a
+resume judges only what its budget leaves, and a budget below what the run holds judges nothing
+more (the stored best stands; every stored instance counts toward the best from the start, so
+a resumed run never reports a worse best than it holds, whatever its tuner proposes); `max_minutes` is active time, checked
 before each instance but the first, so no instance starts after the limit and a run ends at most
 one instance's judging after it. Each instance records the active time at which it was stored. An instance
 that fails because of the machine (Triton missing, no compiler) stops the run as `failed` with the
@@ -48,6 +51,11 @@ from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOu
 MODE = "autotune"
 DEFAULT_EVALS = 16  # instances judged when no --max-evals is given
 STATUS_OF = {"pass": "pass", "fail": "fail", "error": "fail", "pruned": "skipped"}
+
+
+def _index(cid: str) -> int:
+    """tN's N (the order instances were stored in)."""
+    return int(cid[1:]) if cid[1:].isdigit() else -1
 
 
 def _speedup(verdict: dict | None) -> float | None:
@@ -117,6 +125,7 @@ class _Plan:
     problem_name: str = ""
     target: dict | None = None  # batch: the judging device (judge.target.Target as a dict), for pruning
     shared: Any = None  # session.Shared: a suite's judge pool, Ctrl-C and compute gate
+    asked_evals: int | None = None  # resume: the --max-evals given, when below what the run holds
 
 
 class AutotuneSession:
@@ -135,6 +144,25 @@ class AutotuneSession:
         self.fatal: str | None = None
         self.stop_reason: str | None = None
         self.started = time.monotonic()
+        self._count_stored()
+
+    def _count_stored(self) -> None:
+        """Every instance an earlier session stored counts from the start, and the best of them is
+        the best so far: a resumed run never reports (or writes) a worse best than it holds, whatever
+        the tuner's replay proposes again (a smaller --max-evals changes its choices)."""
+        from kernelwright.tune.evaluate import Measurement
+
+        for cid, record in sorted(self.cache.by_key.values(), key=lambda item: _index(item[0])):
+            measurement = Measurement.from_dict(record)
+            self.seen.add(cid)
+            if measurement.ok:
+                self.passing.add(cid)
+                if self.best is None or measurement.time_ms < self.best[0]:
+                    self.best = (measurement.time_ms, cid)
+
+    def budget_spent(self) -> bool:
+        """The run holds as many instances as its budget: nothing more is judged."""
+        return len(self.cache.by_key) >= self.plan.budget
 
     def elapsed(self) -> float:
         return self.plan.elapsed_before + time.monotonic() - self.started
@@ -150,6 +178,8 @@ class AutotuneSession:
             return True
         if self.plan.shared is not None and self.plan.shared.stop.is_set():
             self.stop_reason = "interrupted"
+            return True
+        if self.budget_spent():  # counted over the run (a resumed tuner may propose what was never stored)
             return True
         minutes = self.plan.limits.max_minutes
         if minutes is not None and self.cache.by_key and self.elapsed() >= minutes * 60:
@@ -258,7 +288,11 @@ class AutotuneSession:
 
         plan = self.plan
         self.store.update_run(plan.run_id, status="running", detail=None)
+        if self.best is not None and self.store.run(plan.run_id).get("best_candidate") != self.best[1]:
+            self._record_best()  # the stored best (a run a lower --max-evals once made worse is mended too)
         self.progress()
+        if self.judged_before and self.budget_spent():
+            return self.already_spent()
         try:
             result = optimize_without_llm(plan.problem_path, budget_evals=plan.budget, judge_config=plan.judge,
                                           on_result=self.on_result, workers=plan.workers, seed=plan.seed,
@@ -280,6 +314,18 @@ class AutotuneSession:
             return self.finish("failed", f"no instance passed the judge: {why}")
         detail = result.message + (f"; stopped: {self.stop_reason}" if self.stop_reason else "")
         return self.finish("done", detail)
+
+    def already_spent(self) -> RunOutcome:
+        """A resume whose budget the stored instances already fill: nothing is judged, the stored
+        best stands."""
+        asked = self.plan.asked_evals if self.plan.asked_evals is not None else self.plan.budget
+        held = (f"the run already holds {self.judged_before} judged instance(s) (--max-evals {asked}): "
+                "nothing more to judge")
+        if self.best is None:
+            return self.finish("failed", f"no instance passed the judge ({held}); give a larger --max-evals to "
+                                         "judge more")
+        return self.finish("done", f"{held} (a larger --max-evals judges more); best {self.best[1]} at "
+                                   f"{self.best[0]:.4g} ms")
 
     def paused(self, pending) -> RunOutcome:
         folder = pending.folder
@@ -312,7 +358,7 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
     run_id = new_run_id(info.name)
     run_dir = new_run_dir(options, run_id)
     judge = dataclasses.replace(options.judge, overrides={**options.judge.overrides, **options.overrides})
-    budget = options.limits.max_evals or DEFAULT_EVALS
+    budget = DEFAULT_EVALS if options.limits.max_evals is None else options.limits.max_evals
     eval_mode = options.eval_mode or "local"
     if eval_mode not in ("local", "batch"):
         raise RunError(f"--eval {eval_mode}: without an LLM the template tuner judges here (local) or through a "
@@ -376,7 +422,12 @@ def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> 
             mark_stale_interrupted(store, run["id"], run)
             settings = dict(run["settings"])
             limits = Limits.from_dict(settings.get("limits")).merged(options.limits)
-            budget = options.limits.max_evals or int(settings.get("budget_evals") or DEFAULT_EVALS)
+            budget = (int(settings.get("budget_evals") or DEFAULT_EVALS) if options.limits.max_evals is None
+                      else options.limits.max_evals)
+            held, asked = _stored_instances(store, run["id"]), None
+            if budget < held:  # a budget below what the run holds judges nothing more; it never drops the best
+                budget, asked = held, budget
+                limits = dataclasses.replace(limits, max_evals=held)
             if limits.to_dict() != settings.get("limits") or budget != settings.get("budget_evals"):
                 settings.update(limits=limits.to_dict(), budget_evals=budget)
                 store.update_run(run["id"], settings=settings)
@@ -384,12 +435,17 @@ def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> 
             workers = options.eval_workers if options.eval_workers > 1 else int(settings.get("eval_workers") or 1)
             plan = _Plan(run["id"], run_dir, run["problem_path"], JudgeConfig.from_dict(settings["judge"]), limits,
                          budget, int(settings.get("seed") or 0), workers,
-                         elapsed_before=float((run.get("spend") or {}).get("elapsed_s") or 0.0))
+                         elapsed_before=float((run.get("spend") or {}).get("elapsed_s") or 0.0), asked_evals=asked)
             _evaluation(plan, settings, run, options)
             take_rejudged(store, plan)
             return AutotuneSession(store, plan, on_progress).tune()
     finally:
         lock.release()
+
+
+def _stored_instances(store, run_id: str) -> int:
+    """Judged template instances the run holds (what StoredMeasurements answers from)."""
+    return len(StoredMeasurements(store, run_id).by_key)
 
 
 def take_rejudged(store, plan: _Plan) -> list:

@@ -159,14 +159,24 @@ def claim_run_dir(options: "RunOptions", run_dir: Path):
 
 
 def prepare_run_dir(options: "RunOptions", run_dir: Path) -> None:
-    """Create the run's folder; a new workspace folder is git-ignored (a .gitignore inside it)."""
-    if not options.run_dir:
-        workspace = Path(options.workspace)
-        workspace.mkdir(parents=True, exist_ok=True)
-        ignore = workspace / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text(WORKSPACE_GITIGNORE)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """Create the run's folder; a new workspace folder is git-ignored (a .gitignore inside it).
+    A folder that cannot be made or written (a path through a file, /proc, no permission) is a
+    RunError naming it, before anything is stored."""
+    try:
+        if not options.run_dir:
+            workspace = Path(options.workspace)
+            workspace.mkdir(parents=True, exist_ok=True)
+            ignore = workspace / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text(WORKSPACE_GITIGNORE)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(run_dir) else ""
+        raise RunError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}{where}; "
+                       "give --run-dir (or --workspace) a folder you can write") from None
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise RunError(f"cannot write in the run folder {run_dir} (permission denied); give --run-dir "
+                       "(or --workspace) a folder you can write")
 
 
 def mark_stale_interrupted(store, run_id: str, run: dict[str, Any]) -> None:
@@ -538,6 +548,8 @@ def hold_run(run_dir: Path):
         return RunLock(run_dir).acquire()
     except RunBusy as exc:
         raise RunError(str(exc)) from None
+    except OSError as exc:  # a folder that cannot hold the lock file (read-only, gone, not a folder)
+        raise RunError(f"cannot lock the run folder {run_dir}: {exc.strerror or exc}") from None
 
 
 def check_problem_unchanged(run: dict[str, Any]) -> None:
