@@ -39,7 +39,7 @@ class Coder(Agent):
             chosen += [sections.candidate_code(env, self.name, base, "base_code", code_priority),
                        sections.candidate_verdict(env, self.name, base, "base_verdict", 30)]
         chosen += sections.skills(env, ctx.skills, 50, self.max_skills,
-                                  preferred=cited, preferred_priority=20)
+                                  preferred=cited, preferred_priority=20, backend=ctx.backend)
         chosen += [sections.failure(env, ctx, 35), sections.analysis(env, ctx, 40), sections.tried(env, ctx, 60)]
         return [s for s in chosen if s is not None]
 

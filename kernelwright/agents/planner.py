@@ -43,7 +43,7 @@ class Planner(Agent):
         if best is not None:
             chosen += [sections.candidate_verdict(env, self.name, best, "best_verdict", 45),
                        sections.candidate_code(env, self.name, best, "best_code", 70)]
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills)
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Plan | ParseFailure:

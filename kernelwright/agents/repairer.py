@@ -40,7 +40,7 @@ class Repairer(Agent):
         if failure is not None and broken.summary.strip():
             chosen.append(sections.candidate_verdict(env, self.name, broken, "base_verdict", 20,
                                                      show_error=False))  # the failure section holds it
-        chosen += sections.skills(env, ctx.skills, 40, self.max_skills)
+        chosen += sections.skills(env, ctx.skills, 40, self.max_skills, backend=ctx.backend)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str, backend: str | None = None) -> Code | ParseFailure:

@@ -128,13 +128,41 @@ def directions(env, kind: str) -> list[str]:
     return items
 
 
+_CODE_BLOCK = re.compile(r"\n*^```([\w+]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_CUDA_LANGS = frozenset({"cuda", "cpp", "c++", "c"})
+
+
+def _example_kind(lang: str, code: str) -> str:
+    if lang.lower() in _CUDA_LANGS:
+        return "cuda"
+    return "triton" if "@triton.jit" in code else "other"
+
+
+def for_backend(body: str, backend: str | None) -> str:
+    """A skill's text for one backend: a Triton prompt drops the CUDA C++ code blocks, a CUDA prompt
+    the Triton kernels, wherever the skill also has an example the backend can use (a skill whose
+    only example is of the other backend keeps it: the algorithm is still worth reading)."""
+    if backend not in ("triton", "cuda"):
+        return body
+    other = "cuda" if backend == "triton" else "triton"
+    blocks = [(m, _example_kind(m.group(1), m.group(2))) for m in _CODE_BLOCK.finditer(body)]
+    if not any(kind != other for _, kind in blocks):
+        return body
+    for match, kind in reversed(blocks):
+        if kind == other:
+            body = body[:match.start()] + body[match.end():]
+    return body
+
+
 def skills(env, items: Iterable[Any], priority: int, limit: int,
-           preferred: Iterable[str] = (), preferred_priority: int | None = None) -> list[Section]:
+           preferred: Iterable[str] = (), preferred_priority: int | None = None,
+           backend: str | None = None) -> list[Section]:
     """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.
 
     Skills named in `preferred` (those a plan cites) come first, at `preferred_priority`, and are
     exempt from the limit. The sections form a chain: when one does not fit, it and every skill
     ranked below it are left out, so a prompt drops the lowest-ranked skills and never cuts one.
+    With `backend`, each skill shows the examples of that backend (`for_backend`).
     """
     preferred = list(dict.fromkeys(preferred))
     items = [i for i in items if str(getattr(i, "body", "") or "").strip()]
@@ -146,7 +174,7 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
         base = preferred_priority if item in cited else priority
         name = _name(item)
         frame = _frame(env, "skill", name=name, title=str(getattr(item, "title", "") or name))
-        body = _demote_headings(str(getattr(item, "body", "")).strip())
+        body = _demote_headings(for_backend(str(getattr(item, "body", "")).strip(), backend))
         sections.append(Section(f"skill:{name}", base + rank, body, frame, trim="none", group="skills",
                                 chain=True))
     return sections

@@ -307,3 +307,118 @@ def test_nan_propagates_like_torch(example):
     y = torch.empty_like(x)
     m.swish_scale_clamp[(1,)](x, y, 4, 2.0, -0.5, 1.5, BLOCK=1024)
     assert torch.isnan(y[0]) and torch.isnan(y[3])
+
+
+# ----------------------------------------------------------------------------- Triton examples beside CUDA ones
+# Triton prompts show a skill's Triton example only (issue 31: no CUDA-only examples in Triton prompts);
+# these skills teach with a CUDA example too, so their Triton example is checked here.
+
+
+def matmul_operands(dtype=torch.float32):
+    a, b = rand(20, 40).to(dtype), rand(40, 24).to(dtype)
+    return a, b, (40, 1, 24, 1, 24, 1)
+
+
+def test_pipelined_matmul(example):
+    m = example("async-copy-pipelining")
+    a, b, strides = matmul_operands(torch.float16)
+    c = torch.empty(20, 24, device=DEVICE)
+    m.mm_pipelined[(2, 2)](a, b, c, 20, 24, 40, *strides, BM=16, BN=16, BK=16, STAGES=3)
+    close(c, a.float() @ b.float(), 1e-2)
+
+
+def test_column_sums_with_atomics(example):
+    m = example("atomic-reduction")
+    x = rand(37, 50)
+    out = torch.zeros(50, device=DEVICE)
+    m.col_sum[(triton.cdiv(50, 16), triton.cdiv(37, 8))](x, out, 37, 50, ROWS_PER_PROG=8, BLOCK_C=16)
+    close(out, x.sum(0), 1e-4)
+
+
+def test_lengths_stay_on_the_device(example):
+    m = example("avoid-host-sync")
+    x, lengths = rand(4, 10), torch.tensor([0, 3, 10, 7], device=DEVICE)
+    out = torch.empty_like(x)
+    m.keep_prefix[(4,)](x, lengths, out, 10, BLOCK=16)
+    keep = torch.arange(10, device=DEVICE)[None, :] < lengths[:, None]
+    close(out, torch.where(keep, x, torch.zeros_like(x)))
+
+
+def test_reduction_over_a_strided_axis_reads_along_the_contiguous_one(example):
+    m = example("coalescing")
+    x = rand(3, 7, 45)
+    out = torch.empty(3, 45, device=DEVICE)
+    m.sum_over_c[(3, triton.cdiv(45, 16))](x, out, 7, 45, BLOCK_N=16)
+    close(out, x.sum(1))
+
+
+@pytest.mark.parametrize("stride, pad", [(1, 0), (2, 1), (3, 2)])
+def test_conv_transpose_gather(example, stride, pad):
+    m = example("conv-transpose-as-gather")
+    x, w = rand(2, 3, 5, 6), rand(3, 4, 3, 3)
+    ref = torch.nn.functional.conv_transpose2d(x, w, stride=stride, padding=pad)
+    y = torch.empty_like(ref)
+    oh, ow = ref.shape[2:]
+    m.conv_t2d_gather[(triton.cdiv(y.numel(), 64),)](x, w, y, 2, 3, 5, 6, 4, oh, ow, stride, pad, K=3, BLOCK=64)
+    close(y, ref, 1e-4)
+
+
+def test_fast_math_matches_torch_forms(example):
+    m = example("fast-math-intrinsics")
+    x = torch.linspace(-30, 30, 301, device=DEVICE)
+    y = torch.empty_like(x)
+    m.silu_plus_gelu[(triton.cdiv(301, 128),)](x, y, 301, BLOCK=128)
+    close(y, torch.nn.functional.silu(x) + torch.nn.functional.gelu(x), 1e-5)
+
+
+def test_16bit_row_sum_accumulates_in_fp32(example):
+    m = example("fp16-bf16-accumulation")
+    x = (torch.rand(3, 4000, device=DEVICE) * 0.01 + 1.0).to(torch.float16)
+    out = torch.empty(3, device=DEVICE, dtype=torch.float16)
+    m.row_sum_16bit[(3,)](x, out, 4000, BLOCK=256)
+    close(out.float(), x.float().sum(1).half().float(), 1e-3)  # an fp16 accumulator would drift by far more
+
+
+def test_unrolled_dot(example):
+    m = example("loop-unrolling-ilp")
+    a, b = rand(1000), rand(1000)
+    out = torch.zeros(1, device=DEVICE)
+    m.dot_partials[(triton.cdiv(1000, 4 * 64),)](a, b, out, 1000, BLOCK=64, UNROLL=4)
+    close(out[0], a @ b, 1e-3)
+
+
+@pytest.mark.parametrize("stride, pad", [(2, 0), (1, 1), (2, 1)])
+def test_max_pool_semantics(example, stride, pad):
+    m = example("pooling-windows")
+    x = rand(2, 3, 9, 11)
+    x[0, 1, 4, 5] = float("nan")
+    ref = torch.nn.functional.max_pool2d(x, 3, stride=stride, padding=pad)
+    y = torch.empty_like(ref)
+    oh, ow = ref.shape[2:]
+    m.maxpool2d[(6 * oh, triton.cdiv(ow, 8))](x, y, 9, 11, oh, ow, stride, pad, K=3, BLOCK_W=8)
+    assert torch.equal(torch.isnan(y), torch.isnan(ref))
+    close(torch.nan_to_num(y), torch.nan_to_num(ref))
+
+
+def test_16bit_tensor_core_matmul(example):
+    m = example("tensor-cores")
+    a, b, strides = matmul_operands(torch.float16)
+    c = torch.empty(20, 24, device=DEVICE, dtype=torch.float16)
+    m.mm_16bit[(2, 2)](a, b, c, 20, 24, 40, *strides, BM=16, BN=16, BK=16)
+    close(c.float(), a.float() @ b.float(), 1e-2)
+
+
+def test_vectorized_axpy(example):
+    m = example("vectorized-access")
+    x, y = rand(3000), rand(3000)
+    out = torch.empty_like(x)
+    m.axpy[(triton.cdiv(3000, 1024),)](x, y, out, 0.5, 3000, BLOCK=1024)
+    close(out, 0.5 * x + y)
+
+
+def test_layer_norm_rows(example):
+    m = example("welford-norm")
+    x, w, b = rand(5, 70) * 3 + 1, rand(70), rand(70)
+    y = torch.empty_like(x)
+    m.layer_norm_rows[(5,)](x, w, b, y, 70, 1e-5, BLOCK=128)
+    close(y, torch.nn.functional.layer_norm(x, (70,), w, b, 1e-5), 1e-4)
