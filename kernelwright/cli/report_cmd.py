@@ -5,8 +5,9 @@ self-contained HTML page (report/leaderboard.py says what is in it).
     kernelwright report kw-runs --out results/ --title "level 1"
     kernelwright report RUN --kernelbench ../shared/kernelbench/baseline_times   # published baselines beside ours
 
-Exit codes: 0 written; 2 nothing to report (no run there) or bad input. `--json` prints the
-report's data on stdout; the paths written go to stderr.
+Exit codes: 0 written; 2 nothing to report (no run there) or bad input. The results (a table of
+the problems, the overall figures, the paths written) go to stdout; with `--json` the report's data
+goes there instead and the paths written to stderr.
 """
 from __future__ import annotations
 
@@ -17,15 +18,20 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from . import exits
 
-console = Console(stderr=True)
+console = Console(stderr=True)  # with --json: the paths written
+results = Console()  # the results table and the paths written (stdout)
 
 
 def gather(target: str | Path):
-    """(problems, manifest, pending per problem) for a suite folder, a run folder or a workspace."""
-    from kernelwright.report.collect import collect_problem, not_started
+    """(problems, manifest, pending per problem) for a suite folder, a run folder or a workspace.
+    A suite's problems are named and grouped as its manifest says; a run outside a suite is named
+    after its problem (with its folder's name where several runs of one problem are shown) and
+    placed in its KernelBench level when its problem file lies in one (`level1/`), else in none."""
+    from kernelwright.report.collect import collect_problem, level_of, not_started
     from kernelwright.store import RunStore, StoreError
     from kernelwright.store.suite import find_runs
 
@@ -34,7 +40,7 @@ def gather(target: str | Path):
     for item in found:
         entry = item.entry
         name = entry.name if entry else item.run_dir.name
-        level = entry.level if entry else "runs"
+        level = entry.level if entry else "-"
         if not (item.run_dir / "run.sqlite").is_file():
             problems.append(not_started(name, level, entry.problem if entry else "", str(item.run_dir),
                                         entry.error if entry else ""))
@@ -43,15 +49,28 @@ def gather(target: str | Path):
             with RunStore.in_dir(item.run_dir, create=False) as store:
                 run = store.run()
                 if entry is None:
-                    level = Path(run["problem_path"]).parent.name or level
+                    name, level = run["problem_name"] or name, level_of(run["problem_path"])
                 problems.append(collect_problem(store, run["id"], name, level, str(item.run_dir)))
         except StoreError as exc:
             problems.append(not_started(name, level, entry.problem if entry else "", str(item.run_dir), str(exc)))
-    return problems, manifest, _pending(target, found, manifest)
+    if manifest is None:
+        _distinct_names(problems)
+    waiting = _pending(target, found, manifest)
+    return problems, manifest, {p.name: waiting[p.run_dir] for p in problems if p.run_dir in waiting}
+
+
+def _distinct_names(problems: list) -> None:
+    """Several runs of one problem (a workspace): each named after its problem and its folder."""
+    from collections import Counter
+
+    counts = Counter(p.name for p in problems)
+    for p in problems:
+        if counts[p.name] > 1:
+            p.name = f"{p.name} ({Path(p.run_dir).name})"
 
 
 def _pending(target, found, manifest) -> dict[str, int]:
-    """Requests without a verdict, per problem: the suite's shared batch folder, or each run's own."""
+    """Requests without a verdict, per run folder: the suite's shared batch folder, or each run's own."""
     from kernelwright.judge.batch import pending
     from kernelwright.store.suite import BATCH_DIR
 
@@ -60,12 +79,12 @@ def _pending(target, found, manifest) -> dict[str, int]:
         folder = Path(target) / BATCH_DIR
         waiting = [p.name for p in pending(folder)] if folder.is_dir() else []
         for item in found:
-            out[item.entry.name] = sum(1 for name in waiting if name.startswith(item.entry.request_prefix))
+            out[str(item.run_dir)] = sum(1 for name in waiting if name.startswith(item.entry.request_prefix))
         return out
     for item in found:
         folder = item.run_dir / "evals"
         if folder.is_dir():
-            out[item.run_dir.name] = len(pending(folder))
+            out[str(item.run_dir)] = len(pending(folder))
     return out
 
 
@@ -95,11 +114,50 @@ def report(
                          made_with=manifest.kernelwright if manifest else "", pending=pending, published=published)
     folder = Path(out) if out else (Path(target) if Path(target).is_dir() else Path(target).parent) / "report"
     paths = write_report(built, folder)
+    out = console if json_out else results
+    if not json_out:
+        results.print(results_table(built))
+        for line in overall_lines(built):
+            results.print(escape(line), soft_wrap=True, highlight=False)
     for kind, path in paths.items():
-        console.print(f"{kind}: {path}", soft_wrap=True, highlight=False)
+        out.print(f"{kind}: {path}", soft_wrap=True, highlight=False)
     if json_out:
         typer.echo(json.dumps(built.to_dict(), indent=1, default=str))
     raise typer.Exit(exits.EXIT_OK)
+
+
+SHOWN = ("problem", "level", "run", "result", "best", "× eager", "× torch.compile")
+
+
+def results_table(built) -> Table:
+    """The problems under the rule set searched with, as the report's own columns say them."""
+    from kernelwright.report.cells import problem_columns
+
+    rules = built.rule_sets[0]
+    columns = [(header, cell) for header, cell in problem_columns(rules, built.pending) if header in SHOWN]
+    table = Table(title=f"{built.title}: {len(built.problems)} problem(s) under {rules}")
+    for header, _ in columns:
+        table.add_column(header, no_wrap=header == "problem", overflow="fold")
+    for problem in built.problems:
+        table.add_row(*(escape(cell(problem)) for _, cell in columns))
+    return table
+
+
+def overall_lines(built) -> list[str]:
+    """Per rule set: how many problems were judged and correct, the geomeans that were measured."""
+    from kernelwright.report.cells import pct, times
+    from kernelwright.report.leaderboard import ALL
+    from kernelwright.report.metrics import BASELINE_LABELS
+
+    lines = []
+    for rules in built.rule_sets:
+        summary = built.summaries[rules][ALL]
+        parts = [f"{summary.judged} of {summary.n} judged, {summary.correct} correct ({pct(summary.correct_rate)})"]
+        for baseline, stats in summary.by_baseline.items():
+            if stats.geomean_correct is not None:
+                parts.append(f"geomean vs {BASELINE_LABELS[baseline]} {times(stats.geomean_correct)} (correct only)")
+        lines.append(f"{rules}: " + "; ".join(parts))
+    return lines + [f"note: {note}" for note in built.notes]
 
 
 def register(app: typer.Typer) -> None:

@@ -16,12 +16,27 @@ anything with its reading methods) and returns a `ProblemResult` of plain data:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kernelwright.judge.outcome import CORRECT, INCORRECT, NOT_JUDGED, outcome
 
 OBJECTIVES = ("eager", "compile_default")
+NO_LEVEL = "-"  # a run outside a suite whose problem is not in a KernelBench level folder
+UNFINISHED = ("running", "interrupted", "paused")  # a run that may still judge its candidates
+
+
+def is_level(name: str) -> bool:
+    """Whether a folder's name is a KernelBench level's (`level1`, `level_2`)."""
+    return re.fullmatch(r"level_?\d+", name) is not None
+
+
+def level_of(problem_path: str) -> str:
+    """The KernelBench level of a problem file (`.../level1/19_ReLU.py` -> "level1"), else NO_LEVEL."""
+    folder = Path(problem_path).parent.name
+    return folder if is_level(folder) else NO_LEVEL
 
 
 @dataclass
@@ -102,6 +117,8 @@ class ProblemResult:
             return result.error or "system error"
         if waiting and not result.judged and self.status != "not started":
             return f"{waiting} evaluation(s) wait for a verdict"
+        if not result.judged and self.status in UNFINISHED:  # stopped before its first verdict: no judgement yet
+            return f"no verdict yet (the run is {self.status}; `kernelwright optimize --resume {self.run_dir}`)"
         return ""
 
     def to_dict(self, with_code: bool = False) -> dict[str, Any]:

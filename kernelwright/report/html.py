@@ -187,6 +187,8 @@ def _problem_section(p: ProblemResult, rules: str, waiting: int = 0) -> str:
 
 
 def _published(report: Report) -> str:
+    if not report.shows_published:
+        return ""
     parts = ["<h2>Published numbers (not measured here)</h2>"]
     rows = report.published_rows()
     if rows:

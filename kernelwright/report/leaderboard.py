@@ -8,7 +8,8 @@ started). The rule set a suite was searched with comes first; a rule set some ru
 under (`kernelwright runs rejudge`) gets its own table, over the problems whose outcome under it is
 known. What the page must state is gathered here: devices, library versions, kernelwright
 versions, sizes shrunk for a CPU, how much of a batch suite has been judged, and the published
-numbers that are shown beside ours with their source and rules.
+numbers that are shown beside ours with their source and rules (only where they compare: problems
+of a KernelBench level judged on a GPU at their own sizes).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .collect import ProblemResult
+from .collect import ProblemResult, is_level
 from .metrics import Score, Summary, summarize
 from .published import QUOTED, PublishedBaselines
 
@@ -52,6 +53,13 @@ class Report:
         found = [(p, p.not_judged(rules, self.pending.get(p.name, 0))) for p in self.problems]
         return [(p, why) for p, why in found if why]
 
+    @property
+    def shows_published(self) -> bool:
+        """Whether published numbers belong beside this report: some problem is a KernelBench level's,
+        judged on a GPU at its own sizes (a CPU report, or one of other problems, compares with none)."""
+        return any(is_level(p.level) and not p.shrunk
+                   and p.device.startswith("cuda") for p in self.problems)
+
     def published_rows(self) -> list[dict[str, Any]]:
         """Per problem whose baselines our judge measured at the problem's own sizes (not shrunk for a
         CPU): ours beside KernelBench's published ones."""
@@ -82,7 +90,7 @@ class Report:
             "published": {
                 "kernelbench_baselines": {"source": self.published.source(), "rows": self.published_rows()}
                 if self.published else None,
-                "quoted_results": [asdict(q) for q in QUOTED]},
+                "quoted_results": [asdict(q) for q in QUOTED]} if self.shows_published else None,
         }
 
 
@@ -93,7 +101,8 @@ DEFINITIONS = {
                  "itself), or no candidate was made (no template matched, the run never started)",
     "not judged": "no verdict says anything about a candidate: every one is a system error (internal judge error, "
                   "out of GPU memory on a GPU that may have been shared, the problem's reference could not run, "
-                  "the machine lacks a tool) or it still waits for a verdict; left out of every rate below, "
+                  "the machine lacks a tool), or it has none yet (it waits for one, or its run stopped before "
+                  "its first: interrupted, paused); left out of every rate below, "
                   "listed with its error to be judged again (`kernelwright judge --batch DIR --retry-errors`)",
     "judged": "the problems that are correct or incorrect: the denominator of the correct rate, fast_p and "
               "the geomeans and means",

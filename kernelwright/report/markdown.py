@@ -77,6 +77,8 @@ def render_markdown(report: Report) -> str:
 
 
 def published_section(report: Report) -> list[str]:
+    if not report.shows_published:
+        return []
     lines = ["## Published numbers (not measured here)", ""]
     rows = report.published_rows()
     if rows:

@@ -18,7 +18,8 @@ is never counted as the candidate's failure. Of n problems, `judged` were judged
 A correct problem without a time against a baseline (that baseline was not measured: torch.compile
 is not measured on a CPU) is not fast against it and is left out of its geomeans and means;
 `untimed` counts such problems so a table can say so. When no correct problem was timed against a
-baseline, its "all problems" figures are left empty (the failed ones alone would read as 1.0x). Spend is
+baseline, its fast_p and "all problems" figures are left empty (a 0% would read as measured, the
+failed ones alone as 1.0x). Spend is
 summed over all n problems (judged or not) and averaged per problem: LLM calls, tokens, dollars,
 judge minutes.
 """
@@ -115,10 +116,11 @@ def baseline_stats(scores: list[Score], baseline: str) -> BaselineStats:
     correct = [s.speedup.get(baseline) for s in scores if s.correct]
     timed = [v for v in correct if v is not None]
     everyone = timed + [1.0 for s in scores if not s.correct]  # a failed problem keeps the reference
-    if correct and not timed:  # nothing correct was timed against it: failures alone would read as 1.0x
+    untimed = correct and not timed  # nothing correct was timed against it (torch.compile on a CPU)
+    if untimed:  # failures alone would read as 1.0x, and "0% faster" as a measurement
         everyone = []
     return BaselineStats(
-        fast={threshold_key(p): fast_p(scores, p, baseline) for p in THRESHOLDS},
+        fast={threshold_key(p): None if untimed else fast_p(scores, p, baseline) for p in THRESHOLDS},
         geomean_all=geomean(everyone), geomean_correct=geomean(timed),
         mean_all=mean(everyone), mean_correct=mean(timed), untimed=len(correct) - len(timed))
 

@@ -52,6 +52,9 @@ def test_untimed_baselines_are_left_out_and_counted():
     assert compiled.fast["0"] == pytest.approx(1 / 3)  # the untimed one is not fast against it
     nothing_timed = summarize([ok(2.0, None), FAILED]).by_baseline["compile_default"]
     assert nothing_timed.geomean_all is None and nothing_timed.mean_all is None  # not "1.0x" from the failure
+    assert set(nothing_timed.fast.values()) == {None}  # not "fast_0 0%": never measured (a CPU report)
+    only_failures = summarize([FAILED]).by_baseline["compile_default"]
+    assert only_failures.fast["0"] == 0.0  # nothing correct: 0% fast is a result
 
 
 def test_floor_median_and_spend_per_problem():
