@@ -5,8 +5,8 @@
 
 1. skills cited by the evidence (a profiler finding's `[tag]`, the Analyst's diagnosis, the plan)
    come first, in citation order;
-2. the rest are filtered by their conditions (backend, GPU, data types, op kinds, and the bottleneck
-   when it was measured) and scored: an explicit match of an op kind the problem executes, of the
+2. the rest are filtered by their conditions (backend, GPU, data types, op kinds, the number of
+   output tiles of the main product, and the bottleneck when it was measured) and scored: an explicit match of an op kind the problem executes, of the
    measured (or, before any measurement, the expected) bottleneck, of the run's backend and GPU,
    plus the text relevance (BM25, normalised) of the query text (plan, diagnosis, findings).
 
@@ -32,6 +32,7 @@ class SkillQuery:
     backend: str | None = None
     gpu: str | None = None  # "sm_90"; None on a CPU target (GPU-specific skills still apply to the code)
     dtypes: tuple[str, ...] = ()  # the problem's floating dtypes, e.g. ("float32",)
+    tiles: str | None = None  # "few", "waves" or "many" output tiles of the main product (skills.TILES)
     text: str = ""  # plan, diagnosis, findings: what the prompt is about
     cited: tuple[str, ...] = ()  # skill names the evidence cites
     exclude: tuple[str, ...] = ()  # skills whose content the prompt already carries elsewhere
@@ -43,7 +44,8 @@ def rank_skills(library: SkillLibrary, query: SkillQuery, limit: int = 8) -> lis
     by_name = {s.name: s for s in usable}
     cited = [by_name[name] for name in dict.fromkeys(query.cited) if name in by_name]
     conditions = Conditions(op_kinds=list(query.op_kinds) or None, bottleneck=query.bottleneck,
-                            backend=query.backend, gpu=query.gpu, dtypes=list(query.dtypes) or None)
+                            backend=query.backend, gpu=query.gpu, dtypes=list(query.dtypes) or None,
+                            tiles=query.tiles)
     rest = [s for s in usable if s not in cited and s.applies_when.matches(conditions)]
     text = _text_scores(library, query.text, rest)
     scored = sorted(rest, key=lambda s: (-_score(s, query, text.get(s.name, 0.0)), s.name))
@@ -63,17 +65,28 @@ def _explicit(values: frozenset[str], wanted) -> bool:
     return bool(wanted & (values - {"any"}))
 
 
+#: kinds that carry a problem's FLOPs; beside one of them, the cheap side kinds are its prologue and
+#: epilogue (a norm is not: its statistics span tiles and shape the product's kernel)
+PRODUCT_KINDS = frozenset({"matmul", "conv", "conv_transpose", "attention", "rnn"})
+SIDE_KINDS = frozenset({"elementwise", "reduction", "softmax", "pool"})
+
+
 def _op_score(skill: Skill, op_kinds) -> float:
     """For each op kind of the problem the skill names: W_OP for its main (first listed) kind, half
     for the second, a quarter for a later one; 0 for a skill that only says `any`. A skill naming
     several of the problem's kinds (a GEMM with its elementwise epilogue) adds them up. A kind far
     down the list of a skill that does not also say `any` counts only in such company (epilogue
-    fusion is not about a lone ReLU; vectorised access, which says `any`, is about a lone pool)."""
+    fusion is not about a lone ReLU; vectorised access, which says `any`, is about a lone pool).
+    Beside a matrix product (PRODUCT_KINDS) in the problem, hits on SIDE_KINDS count half."""
     listed = getattr(skill.applies_when, "op_order", ())
     order = [k for k in listed if k != "any"]
     hits = [i for i, kind in enumerate(order) if kind in set(op_kinds)]
     alone_ok = "any" in listed or len(hits) > 1
-    return sum(W_OP / (2 ** min(i, 2)) for i in hits if i < 2 or alone_ok)
+    # where the problem has a matrix product, hits on its cheap side ops (elementwise, reductions,
+    # softmax, pooling) count half: the product is where the time goes
+    side = 0.5 if PRODUCT_KINDS & set(op_kinds) else 1.0
+    return sum(W_OP / (2 ** min(i, 2)) * (side if order[i] in SIDE_KINDS else 1.0)
+               for i in hits if i < 2 or alone_ok)
 
 
 def _bottleneck_score(skill: Skill, query: SkillQuery) -> float:

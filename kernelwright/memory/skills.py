@@ -26,11 +26,14 @@ OP_KINDS = frozenset(
 BOTTLENECKS = frozenset({"memory", "compute", "latency", "launch", "host", "any"})
 BACKENDS = frozenset({"cuda", "triton", "any"})
 DTYPES = frozenset({"float32", "float16", "bfloat16", "float64", "any"})
+# how many output tiles (128 x 128) the problem's main matrix product has against the SM count:
+# under one wave, one to four waves (the last wave's idle share matters), more
+TILES = frozenset({"few", "waves", "many", "any"})
 GPU_PATTERN = re.compile(r"^(sm_\d{2,3}a?|any)$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("When", "Steps", "Pitfalls", "Example")
-CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu", "dtypes")
-OPTIONAL_CONDITIONS = ("dtypes",)  # may be left out of a skill file (then: any)
+CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu", "dtypes", "tiles")
+OPTIONAL_CONDITIONS = ("dtypes", "tiles")  # may be left out of a skill file (then: any)
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "skills"
 
@@ -64,8 +67,9 @@ class Conditions:
     backend: frozenset[str] = frozenset({"any"})
     gpu: frozenset[str] = frozenset({"any"})
     dtypes: frozenset[str] = frozenset({"any"})  # the data types a skill is about (e.g. float16, bfloat16)
+    tiles: frozenset[str] = frozenset({"any"})  # few / waves / many output tiles of the main product
 
-    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None, dtypes=None):
+    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None, dtypes=None, tiles=None):
         object.__setattr__(self, "op_kinds", _as_frozenset(op_kinds))
         # the op kinds in the order written (a skill lists its main kind first); not compared
         listed = [op_kinds] if isinstance(op_kinds, str) else list(op_kinds or [])
@@ -74,6 +78,7 @@ class Conditions:
         object.__setattr__(self, "backend", _as_frozenset(backend))
         object.__setattr__(self, "gpu", _as_frozenset(gpu))
         object.__setattr__(self, "dtypes", _as_frozenset(dtypes))
+        object.__setattr__(self, "tiles", _as_frozenset(tiles))
 
     def matches(self, query: "Conditions") -> bool:
         """True when every dimension intersects (`any` on either side matches all)."""
@@ -189,7 +194,8 @@ def _parse_conditions(raw: Any, path) -> Conditions:
     if unknown:
         raise SkillFormatError(f"{path}: 'applies_when' has unknown keys {sorted(unknown)}")
     checks = {"op_kinds": (OP_KINDS, None), "bottleneck": (BOTTLENECKS, None),
-              "backend": (BACKENDS, None), "gpu": (None, GPU_PATTERN), "dtypes": (DTYPES, None)}
+              "backend": (BACKENDS, None), "gpu": (None, GPU_PATTERN), "dtypes": (DTYPES, None),
+              "tiles": (TILES, None)}
     values = {}
     for key, (allowed, pattern) in checks.items():
         if key not in raw and key in OPTIONAL_CONDITIONS:

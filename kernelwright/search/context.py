@@ -28,6 +28,19 @@ _CITED = re.compile(r"\[([a-z0-9]+(?:-[a-z0-9]+)*)\]")
 _TORCH_CALL = re.compile(r"\b(?:torch|F|nn)\.([A-Za-z_]\w*)")
 
 
+WAVES_MANY = 4  # from this many waves of output tiles on, the last wave's idle share is small
+
+
+def pattern_kinds(op_kinds: Iterable[str]) -> tuple[str, ...]:
+    """The op kinds a skill query asks for: the problem's, plus the pattern they form where one
+    kind names it better (matrix products around a softmax are attention, whether the reference
+    calls scaled_dot_product_attention or spells it out), the pattern first."""
+    kinds = list(dict.fromkeys(op_kinds))
+    if {"matmul", "softmax"} <= set(kinds) and "attention" not in kinds:
+        kinds.insert(0, "attention")
+    return tuple(kinds)
+
+
 def verdict_view(node: Node, objective: str) -> VerdictView | None:
     """The measured evidence of a judged node as prompts show it (None before it is judged)."""
     result = node.eval
@@ -155,12 +168,20 @@ class ContextBuilder:
             evidence.append(parent.diagnosis or "")
         text = " ".join([self.problem.name.replace("_", " "), " ".join(self.problem.op_kinds),
                          " ".join(_TORCH_CALL.findall(self.problem.source)), *evidence])
-        query = SkillQuery(op_kinds=tuple(self.problem.op_kinds), bottleneck=self._bottleneck(parent),
+        query = SkillQuery(op_kinds=pattern_kinds(self.problem.op_kinds), bottleneck=self._bottleneck(parent),
                            expected_bottleneck=self.expected_bound(), backend=self.problem.backend,
                            gpu=getattr(self.target, "arch", None) or self.problem.gpu,
-                           dtypes=tuple(self.problem.dtypes), text=text,
+                           dtypes=tuple(self.problem.dtypes), tiles=self.tiles(), text=text,
                            cited=(*cited, *_CITED.findall(" ".join(evidence))), exclude=SYSTEM_SKILLS)
         return list(self.skills(query, self.settings.skills_k))
+
+    def tiles(self) -> str | None:
+        """"few", "waves" or "many": the main product's 128 x 128 output tiles against the target's
+        SMs (under one wave, up to four, more); None without a product or a GPU target."""
+        tiles, sms = self.problem.product_tiles, getattr(self.target, "sm_count", None) if self.on_gpu() else None
+        if not tiles or not sms:
+            return None
+        return "few" if tiles < sms else "waves" if tiles < WAVES_MANY * sms else "many"
 
     def expected_bound(self) -> str | None:
         """"memory" or "compute": the side of the speed-of-light floor the problem's bytes and FLOPs

@@ -33,6 +33,9 @@ class ProblemInfo:
     dtypes: list[str] = field(default_factory=list)  # floating dtypes of inputs and parameters, most elements first
     flops: float | None = None  # one forward at the sizes judged on a GPU (the floor's FLOPs)
     bytes: float | None = None  # what one timed call moves at least (problem/footprint.py; the floor's bytes)
+    # 128 x 128 output tiles of the matrix product (or convolution as an implicit GEMM) doing the most
+    # FLOPs, at the judged sizes: whether split-K or a persistent grid can pay (skills' `tiles`)
+    product_tiles: int | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -82,10 +85,11 @@ def describe_problem(path: str | Path, backend: str = "triton",
         major, minor = torch.cuda.get_device_capability()
         device, gpu = f"cuda: {torch.cuda.get_device_name()}", f"sm_{major}{minor}"
     dtypes, flops, nbytes = footprint(path, overrides) if reference.kind != "cuda" else ([], None, None)
+    tiles = product_tiles(path, overrides) if reference.kind == "torch" else None
     return ProblemInfo(name=name, source=source, path=str(Path(path).resolve()),
                        backend=backend, device=device, op_kinds=kinds, gpu=gpu,
                        overrides=dict(overrides or {}), reference=reference.to_dict(), work=work,
-                       dtypes=dtypes, flops=flops, bytes=nbytes)
+                       dtypes=dtypes, flops=flops, bytes=nbytes, product_tiles=tiles)
 
 
 def _run_reference(problem, path) -> tuple[list[str], list[int], dict[str, int]]:
@@ -133,3 +137,62 @@ def footprint(path: str | Path, overrides: dict[str, Any] | None) -> tuple[list[
         return [], None, None
     dtypes = sorted(counts, key=lambda d: -counts[d])
     return dtypes, (found.flops or None), (found.bytes if found.complete else None)
+
+
+TILE = 128  # the output tile the count is made in (a typical tensor-core GEMM tile)
+_MM_OPS = {"mm": 0, "addmm": 1, "bmm": 0, "baddbmm": 1}  # op -> position of the left operand
+
+
+def product_tiles(path: str | Path, overrides: dict[str, Any] | None) -> int | None:
+    """128 x 128 output tiles of the reference's heaviest matrix product at full size, on the meta
+    device: a GEMM's M x N output (times its batch), a convolution's N*spatial x C_out per group as
+    an implicit GEMM. None when the forward has no product or cannot run on meta."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from kernelwright.problem import load_problem
+
+    products: list[tuple[float, int]] = []  # (FLOPs, tiles) per product op
+
+    class Products(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            try:
+                products.append(_product(func.overloadpacket.__name__, args, out))
+            except (AttributeError, IndexError, TypeError, ValueError):
+                pass
+            return out
+
+    try:
+        full = load_problem(path, overrides=overrides, shrink=False)
+        with torch.device("meta"), torch.no_grad():
+            torch.manual_seed(0)
+            model = full.Model(*full.module.get_init_inputs())
+            inputs = list(full.module.get_inputs())
+            with Products():
+                model(*inputs)
+    except Exception:  # noqa: BLE001 - the count only steers skills; a forward meta cannot run has none
+        return None
+    products = [p for p in products if p is not None]
+    return max(products)[1] if products else None
+
+
+def _product(name: str, args, out) -> tuple[float, int] | None:
+    """(FLOPs, output tiles) of one dispatched op, None when it is no matrix product."""
+    import math
+
+    def tiles(rows: int, cols: int) -> int:
+        return math.ceil(rows / TILE) * math.ceil(cols / TILE)
+
+    if name in _MM_OPS:
+        left = args[_MM_OPS[name]]
+        rows, cols = out.shape[-2], out.shape[-1]
+        batch = math.prod(out.shape[:-2])
+        return 2.0 * batch * rows * cols * left.shape[-1], batch * tiles(rows, cols)
+    if name == "convolution":
+        weight, groups = args[1], int(args[8])
+        rows = out.shape[0] * math.prod(out.shape[2:])
+        per_group = out.shape[1] // groups
+        depth = weight.shape[1] * math.prod(weight.shape[2:])  # reduction length of the implicit GEMM
+        return 2.0 * rows * out.shape[1] * depth, groups * tiles(rows, per_group)
+    return None

@@ -59,3 +59,35 @@ def test_a_measured_bottleneck_filters_and_an_expected_one_only_weighs():
     expected = [s.name for s in rank_skills(LIBRARY, SkillQuery(op_kinds=("elementwise",), backend="triton",
                                                                 expected_bottleneck="launch"), 40)]
     assert "vectorized-access" in expected
+
+
+def test_attention_spelled_out_as_matmuls_and_softmax_gets_flash_attention_first(kernelbench):
+    for problem in ("level3/43_MinGPTCausalAttention.py", "level3/31_VisionAttention.py"):
+        names = ranked(kernelbench, problem, limit=5)
+        assert "flash-attention" in names[:2], (problem, names)
+
+
+def test_a_norm_next_to_a_product_gets_the_fusion_of_both(kernelbench):
+    for problem in ("level2/33_Gemm_Scale_BatchNorm.py", "level2/85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py"):
+        names = ranked(kernelbench, problem, limit=5)
+        assert "gemm-norm-fusion" in names[:3], (problem, names)
+    conv = ranked(kernelbench, "level2/85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py", limit=5)
+    assert "im2col-implicit-gemm-conv" in conv[:3]
+
+
+def test_split_k_and_persistent_grids_only_where_the_product_has_few_tiles(kernelbench):
+    many = ranked(kernelbench, "level1/1_Square_matrix_multiplication_.py", limit=40)  # 1024 tiles on 132 SMs
+    assert not {"split-k", "persistent-kernel"} & set(many)
+    waves = ranked(kernelbench, "level1/17_Matmul_with_transposed_B.py", limit=40)  # 512 tiles: under 4 waves
+    assert "persistent-kernel" in waves and "split-k" not in waves
+
+
+def test_product_tiles_count_the_heaviest_product(kernelbench):
+    from kernelwright.search.problem_info import product_tiles
+
+    for relative, tiles in (("level1/1_Square_matrix_multiplication_.py", 1024),
+                            ("level1/19_ReLU.py", None)):
+        path = kernelbench / relative
+        if not path.is_file():
+            pytest.skip(f"{path} is not in the shared KernelBench copy")
+        assert product_tiles(path, {}) == tiles

@@ -422,3 +422,18 @@ def test_layer_norm_rows(example):
     y = torch.empty_like(x)
     m.layer_norm_rows[(5,)](x, w, b, y, 70, 1e-5, BLOCK=128)
     close(y, torch.nn.functional.layer_norm(x, (70,), w, b, 1e-5), 1e-4)
+
+
+def test_gemm_with_batch_statistics_then_one_normalising_pass(example):
+    m = example("gemm-norm-fusion")
+    x, linear, bn = rand(37, 40), torch.nn.Linear(40, 24).to(DEVICE), torch.nn.BatchNorm1d(24).to(DEVICE)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-0.5, 0.5)
+        expected = torch.relu(bn(linear(x)))  # training mode: the batch's own statistics
+    y, out = torch.empty(37, 24, device=DEVICE), torch.empty(37, 24, device=DEVICE)
+    sums, squares = torch.zeros(24, device=DEVICE), torch.zeros(24, device=DEVICE)
+    m.linear_colstats[(3, 2)](x, linear.weight, linear.bias, y, sums, squares, 37, 24, 40, BM=16, BN=16, BK=16)
+    m.batchnorm_train_relu[(triton.cdiv(37 * 24, 128),)](y, sums, squares, bn.weight, bn.bias, out, 37, 24,
+                                                          bn.eps, BLOCK=128)
+    close(out, expected, 1e-3 if DEVICE == "cuda" else 1e-4)
