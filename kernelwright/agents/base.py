@@ -76,9 +76,11 @@ class Agent:
         """Messages within ctx.token_budget, and the report of what was kept, cut and dropped."""
         variables = self.variables(ctx)
         system = templates.render(self.env, SYSTEM_TEMPLATE, **variables)
-        empty_user = templates.render(self.env, self.template, s=_Blocks({}), **variables)
-        fixed = estimate_tokens(system) + estimate_tokens(empty_user) + 2 * MESSAGE_OVERHEAD_TOKENS
         sections = [s for s in self.sections(ctx) if s is not None]
+        # the layout's glue as it reads with every offered section present (a layout may word its
+        # task by which sections it shows): dropping one later only shortens it
+        glue = templates.render(self.env, self.template, s=_Blocks({s.group: " " for s in sections}), **variables)
+        fixed = estimate_tokens(system) + estimate_tokens(glue) + 2 * MESSAGE_OVERHEAD_TOKENS
         for _ in range(MAX_REFITS):
             fitted = fit_sections(sections, ctx.token_budget, fixed)
             user = templates.render(self.env, self.template, s=_Blocks(fitted.texts), **variables)

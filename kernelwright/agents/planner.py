@@ -1,8 +1,8 @@
 """Planner: decides the next 1-3 concrete optimisation steps for a candidate.
 
 It sees the reference, the candidate to improve (the parent the search expands, else the best),
-its verdict and profile findings, the Analyst's diagnosis, what was already tried, and retrieved
-skills; it answers with steps anchored to named code regions so the Coder edits the right place.
+its verdict and profile findings, the best candidate when it is another one (as a diff to the
+candidate to improve), the Analyst's diagnosis, what was already tried, and retrieved skills; it answers with steps anchored to named code regions so the Coder edits the right place.
 """
 from __future__ import annotations
 
@@ -39,10 +39,10 @@ class Planner(Agent):
         if base is not None:
             chosen += [sections.candidate_code(env, self.name, base, "base_code", 10),
                        sections.candidate_verdict(env, self.name, base, "base_verdict", 15)]
-        chosen += [sections.failure(env, ctx, 20), sections.analysis(env, ctx, 30), sections.tried(env, ctx, 40, in_progress=True)]
-        if best is not None:
-            chosen += [sections.candidate_verdict(env, self.name, best, "best_verdict", 45),
-                       sections.candidate_code(env, self.name, best, "best_code", 70)]
+        chosen += [sections.failure(env, ctx, 11), sections.analysis(env, ctx, 30), sections.tried(env, ctx, 40, in_progress=True)]
+        if best is not None:  # what the best candidate already does: a plan must not rebuild it
+            chosen += [sections.code_diff(env, self.name, base, best, "best_code", 12),
+                       sections.candidate_verdict(env, self.name, best, "best_verdict", 16)]
         chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend)
         return [s for s in chosen if s is not None]
 

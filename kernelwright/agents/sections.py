@@ -2,6 +2,7 @@
 whose frame is a partial template in prompts/sections/, so wording lives in files, not here."""
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Iterable
 
@@ -34,6 +35,17 @@ def candidate_code(env, agent: str, view: CandidateView, name: str, priority: in
     """
     frame = _frame(env, "candidate_code", view=view, agent=agent, section=name)
     return Section(name, priority, view.code, frame, trim="none")
+
+
+def code_diff(env, agent: str, base: CandidateView, view: CandidateView, name: str, priority: int) -> Section:
+    """`view`'s code as a unified diff to `base`'s (whole or not at all), or its whole code when the
+    diff would be longer: a planner expanding `base` sees what the best candidate already changed."""
+    diff = "".join(difflib.unified_diff(base.code.splitlines(keepends=True), view.code.splitlines(keepends=True),
+                                        fromfile=base.id, tofile=view.id, n=3))
+    if not diff.strip() or len(diff) >= len(view.code):
+        return candidate_code(env, agent, view, name, priority)
+    frame = _frame(env, "candidate_diff", view=view, base=base, agent=agent)
+    return Section(name, priority, diff, frame, trim="none")
 
 
 def candidate_verdict(env, agent: str, view: CandidateView, name: str, priority: int,

@@ -65,6 +65,9 @@ class CandidateView:
     findings: list[str] = field(default_factory=list)
     verdict: VerdictView | None = None  # the numbers; without it prompts show `summary` and `findings`
     tuned: str = ""  # "parameters tuned: ..." when the tuning step searched this candidate's parameters
+    approach: str = ""  # the label of the approach that made it (the planner's words)
+    made_from: str = ""  # the candidate its expansion started from ("" for a first version)
+    dead_end: str = ""  # when its approach is a dead end of this run: why (time and cause), else ""
 
 
 @dataclass

@@ -55,6 +55,7 @@ class TrajectoryEntry:
     outcome: str = "pass"
     speedup: float | None = None
     reason: str = ""
+    time_ms: float | None = None  # the candidate's measured time per call (a correct one), when known
 
     def __post_init__(self) -> None:
         for name in ("candidate_id", "plan", "approach_key", "reason"):
@@ -73,6 +74,11 @@ class TrajectoryEntry:
                     or not math.isfinite(self.speedup) or self.speedup <= 0:
                 raise ValueError(f"speedup must be a positive finite number or None, got {self.speedup!r}")
             object.__setattr__(self, "speedup", float(self.speedup))
+        if self.time_ms is not None:
+            if isinstance(self.time_ms, bool) or not isinstance(self.time_ms, (int, float)) \
+                    or not math.isfinite(self.time_ms) or self.time_ms <= 0:
+                raise ValueError(f"time_ms must be a positive finite number or None, got {self.time_ms!r}")
+            object.__setattr__(self, "time_ms", float(self.time_ms))
         label = " ".join(self.approach_key.split()) or approach_key(self.plan)
         object.__setattr__(self, "approach_key", label)
 
@@ -107,6 +113,14 @@ class _Group:
         return max(speedups) if speedups else None
 
     @property
+    def best_time(self) -> float | None:
+        times = [e.time_ms for e in self.entries if e.time_ms is not None and e.outcome in PASSING]
+        return min(times) if times else None
+
+    def ids(self) -> str:
+        return ", ".join(e.candidate_id for e in self.entries)
+
+    @property
     def succeeded(self) -> bool:
         return any(e.outcome == "faster" for e in self.entries)
 
@@ -124,6 +138,15 @@ class _Group:
         wanted = set(outcomes)
         reasons = [e.reason for e in self.entries if e.outcome in wanted and e.reason.strip()]
         return _one_line(reasons[-1]) if reasons else ""
+
+
+def _speed(group: _Group) -> str:
+    """"1.39×" or "1.39× (6.41 ms)": the best speedup and, when measured, its time per call."""
+    time = group.best_time
+    if time is None:
+        return f"{group.best:.2f}×"
+    shown = f"{time:.3g} ms" if time >= 0.1 else f"{time * 1000:.3g} us"
+    return f"{group.best:.2f}× ({shown})"
 
 
 class Trajectory:
@@ -170,6 +193,16 @@ class Trajectory:
     def is_dead_end(self, label: str) -> bool:
         return approach_id(label) in {approach_id(d) for d in self.dead_ends()}
 
+    def why_dead(self, label: str) -> str:
+        """For an approach that is a dead end: its outcomes and the latest cause, one line ("" for
+        any other approach)."""
+        wanted = approach_id(label)
+        for group in self._groups():
+            if group.key == wanted and self._is_dead_end(group):
+                reason = group.last_reason(FAILURES | {"slower"})
+                return group.outcome_counts() + (f"; {reason}" if reason else "")
+        return ""
+
     def best(self) -> TrajectoryEntry | None:
         measured = [e for e in self._entries if e.speedup is not None and e.outcome in PASSING]
         return max(measured, key=lambda e: e.speedup, default=None)
@@ -197,15 +230,17 @@ class Trajectory:
         dead = sorted((g for g in groups if self._is_dead_end(g)), key=lambda g: -len(g.entries))
         shown = {g.key for g in wins} | {g.key for g in dead}
         rest = [g for g in groups if g.key not in shown]
-        lines = [f"- `{g.label}`: worked, best {g.best:.2f}× ({g.outcome_counts()})" if g.best
-                 else f"- `{g.label}`: worked ({g.outcome_counts()})" for g in wins]
+        lines = [f"- `{g.label}` ({g.ids()}): worked, best {_speed(g)} ({g.outcome_counts()})" if g.best
+                 else f"- `{g.label}` ({g.ids()}): worked ({g.outcome_counts()})" for g in wins]
         for g in dead:
             reason = g.last_reason(FAILURES | {"slower"})
-            lines.append(f"- `{g.label}`: DEAD END ({g.outcome_counts()})" + (f"; last: {reason}" if reason else ""))
+            speed = f", best {_speed(g)}" if g.best else ""
+            lines.append(f"- `{g.label}` ({g.ids()}): DEAD END ({g.outcome_counts()}{speed})"
+                         + (f"; why: {reason}" if reason else ""))
         for g in rest:
             reason = g.last_reason(FAILURES)
-            speed = f", best {g.best:.2f}×" if g.best else ""
-            lines.append(f"- `{g.label}`: {g.outcome_counts()}{speed}" + (f"; last: {reason}" if reason else ""))
+            speed = f", best {_speed(g)}" if g.best else ""
+            lines.append(f"- `{g.label}` ({g.ids()}): {g.outcome_counts()}{speed}" + (f"; last: {reason}" if reason else ""))
         return lines
 
     def to_dicts(self) -> list[dict[str, Any]]:

@@ -59,21 +59,32 @@ def verdict_view(node: Node, objective: str) -> VerdictView | None:
         findings=list(result.findings), error=error)
 
 
-def candidate_view(node: Node, objective: str) -> CandidateView:
+def candidate_view(node: Node, objective: str, trajectory: Trajectory | None = None) -> CandidateView:
     findings = list(node.eval.findings) if node.eval else []
+    made_from = node.search_parent if node.search_parent and node.search_parent != ROOT_ID else ""
+    dead = trajectory.why_dead(node.approach_key) if trajectory is not None and node.approach_key else ""
     return CandidateView(id=node.id, code=node.code or "", status=node.status,
                          speedup=node.speedup(objective), summary=node.summary(objective),
-                         findings=findings, verdict=verdict_view(node, objective), tuned=node.tuned)
+                         findings=findings, verdict=verdict_view(node, objective), tuned=node.tuned,
+                         approach=node.approach_key if node.action != "tune" else "", made_from=made_from,
+                         dead_end=dead)
+
+
+_STEP_REGION = re.compile(r"^In `([^`]+)`")
 
 
 def in_progress_lines(plans: Iterable[tuple[str, str]]) -> list[str]:
-    """What other workers are planning right now: each approach's label and all its steps, whole."""
+    """What other workers are planning right now: each approach's label whole and the code regions
+    its steps change (a step not anchored to a region, like the tuner's note, is quoted)."""
     lines = []
     for label, text in plans:
         steps = [re.sub(r"^\d+[.)]\s+", "", line.strip()) for line in (text or "").splitlines()
                  if line.strip() and not line.startswith("Why:")]
-        if label or steps:
-            lines.append(f"`{label}`" + (f": {' / '.join(steps)}" if steps else ""))
+        regions = list(dict.fromkeys(m.group(1) for m in map(_STEP_REGION.match, steps) if m))
+        notes = [step for step in steps if not _STEP_REGION.match(step)]
+        parts = ([f"changes {', '.join(f'`{r}`' for r in regions)}"] if regions else []) + notes
+        if label or parts:
+            lines.append(f"`{label}`" + (f": {'; '.join(parts)}" if parts else ""))
     return lines
 
 
@@ -124,11 +135,11 @@ class ContextBuilder:
               skills: list | None = None, attempt: Attempt | None = None) -> AgentContext:
         """The context for `agent` working from `parent` (None or the root for a draft)."""
         objective = self.settings.objective
-        parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective)
+        parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective, trajectory)
         best = tree.best(objective)
         best_view = None
         if best is not None and (parent is None or best.id != parent.id):
-            best_view = candidate_view(best, objective)
+            best_view = candidate_view(best, objective, trajectory)
         digest = trajectory.digest(self.settings.digest_items, self.settings.digest_chars)
         return AgentContext(
             problem_name=self.problem.name, problem_source=self.problem.source,

@@ -46,6 +46,14 @@ AGENT_NAMES = ("planner", "coder", "repairer", "analyst")
 ANALYZE, PLAN, CODE, EVALUATE, REPAIR = "analyze", "plan", "code", "evaluate", "repair"
 
 
+def _ms(node: Node) -> str:
+    """A node's measured time per call in words ("1.22 ms", "85 us"; "?" when not timed)."""
+    time = node.eval.median_ms if node.eval is not None else None
+    if not time:
+        return "?"
+    return f"{time:.3g} ms" if time >= 0.1 else f"{time * 1000:.3g} us"
+
+
 class EngineError(RuntimeError):
     """The engine was told something it did not ask (a replay log that does not match)."""
 
@@ -496,14 +504,25 @@ class Engine:
         parent; for a first version, the best correct candidate judged before it, if any), else
         "slower": the trajectory's word for "no gain"."""
         speed = node.speedup(self.settings.objective) or 0.0
+        rival = self._rival(node)
+        return "faster" if rival is None or speed > (rival.speedup(self.settings.objective) or 0.0) else "slower"
+
+    def _rival(self, node: Node) -> Node | None:
+        """What `node`'s expansion set out to beat: its search parent, or for a first version the
+        fastest correct candidate judged before it (None: nothing to beat)."""
         parent = self.tree[node.search_parent] if node.search_parent else None
         if parent is not None and parent.id != ROOT_ID:
-            before = parent.speedup(self.settings.objective)
-        else:
-            earlier = [n.speedup(self.settings.objective) or 0.0 for n in self.tree.passing()
-                       if n.id != node.id and n.order < node.order]
-            before = max(earlier, default=None)
-        return "faster" if before is None or speed > before else "slower"
+            return parent
+        earlier = [n for n in self.tree.passing() if n.id != node.id and n.order < node.order]
+        return max(earlier, key=lambda n: n.speedup(self.settings.objective) or 0.0, default=None)
+
+    def _no_gain_reason(self, node: Node) -> str:
+        """Why a correct candidate counts as no gain: its time and what it did not beat."""
+        rival, objective = self._rival(node), self.settings.objective
+        if rival is None:
+            return ""
+        return (f"{node.id} ran {_ms(node)} per call ({node.speedup(objective) or 0:.2f}x), not faster than "
+                f"{rival.id} ({_ms(rival)}, {rival.speedup(objective) or 0:.2f}x)")
 
     def _may_repair(self, job: Job) -> bool:
         return job.repairs < self.settings.max_repairs and self._optional_ok(job, 1, 1)
@@ -538,11 +557,13 @@ class Engine:
 
     def _record(self, node: Node, outcome: str) -> None:
         speed = node.speedup(self.settings.objective)
+        reason = self._no_gain_reason(node) if outcome == "slower" else (node.reason or "").strip()
+        time = node.eval.median_ms if node.eval is not None and node.eval.passed else None
         self.trajectory.add(TrajectoryEntry(
             candidate_id=node.id, parent_id=node.parent_id, action=node.action, plan=node.plan,
             approach_key=node.approach_key, outcome=outcome,
             speedup=speed if speed and speed > 0 else None,
-            reason=(node.reason or "").strip()[:400]))
+            reason=reason[:400], time_ms=time if time and time > 0 else None))
         self._changed.add(node.id)
 
     def _end_job(self, job: Job, leaf: Node | None) -> None:

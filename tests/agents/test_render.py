@@ -264,6 +264,6 @@ def test_overriding_the_answer_format_changes_prompt_and_feedback_alike(tmp_path
 def test_in_progress_plans_reach_planners_only(relu_context):
     ctx = dataclasses.replace(relu_context, in_progress=["`retune the block sizes`: In `relu_kernel`, use BLOCK=8192"])
     text = user_text(Planner().request(ctx))
-    assert "## In progress" in text and "`retune the block sizes`" in text and "choose a different approach" in text
+    assert "## In progress" in text and "`retune the block sizes`" in text and "choose a different one" in text
     coder = user_text(Coder().request(dataclasses.replace(ctx, plan="1. In `k`, do x")))
-    assert "choose a different approach" not in coder and "## In progress" not in coder
+    assert "choose a different one" not in coder and "## In progress" not in coder

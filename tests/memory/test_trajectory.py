@@ -66,7 +66,7 @@ def test_the_approach_of_the_best_candidate_is_never_a_dead_end():
                              entry("c2", "wrong", key="tiled two-pass kernel"),
                              entry("c3", "wrong", key="tiled two-pass kernel")])
     assert trajectory.dead_ends() == ["tiled two-pass kernel"]
-    assert "`one fused kernel`: no gain, best 0.43×" in trajectory.digest()
+    assert "`one fused kernel` (c1): no gain, best 0.43×" in trajectory.digest()
     trajectory.add(entry("c4", "faster", key="retune blocks", speedup=0.9))
     trajectory.add(entry("c5", "slower", key="ONE fused kernel!", speedup=0.4))  # the same idea, again no gain
     assert sorted(trajectory.dead_ends()) == ["one fused kernel", "tiled two-pass kernel"]
@@ -137,3 +137,18 @@ def test_a_repeat_of_earlier_code_counts_toward_a_dead_end_but_not_against_a_win
     won = Trajectory([entry("c1", "faster", key="fuse", speedup=1.5), entry("c2", "duplicate", key="fuse"),
                       entry("c3", "duplicate", key="fuse")])
     assert won.dead_ends() == [] and "worked, best 1.50×" in won.digest()
+
+
+def test_a_dead_end_carries_its_time_and_cause():
+    """Dead ends say which candidates, how fast they ran and why they count as dead (issue 31)."""
+    slower = TrajectoryEntry("c5", "c2", "improve", "p", "split the rows", "slower", 0.95,
+                             "c5 ran 1.31 ms per call (0.95x), not faster than c2 (1.22 ms, 1.02x)", time_ms=1.31)
+    failed = [entry("c6", "wrong", key="tf32 dots", reason="trial 1 (signed inputs): rel L2 3e-4 > 1e-4"),
+              entry("c7", "wrong", key="tf32 dots", reason="trial 1 (signed inputs): rel L2 2.9e-4 > 1e-4")]
+    best = entry("c2", "faster", key="one program per row", speedup=1.02, action="draft")
+    digest = Trajectory([best, slower, *failed]).digest()
+    assert ("- `split the rows` (c5): DEAD END (no gain, best 0.95× (1.31 ms)); why: c5 ran 1.31 ms per call "
+            "(0.95x), not faster than c2 (1.22 ms, 1.02x)") in digest
+    assert "- `tf32 dots` (c6, c7): DEAD END (wrong ×2); why: trial 1 (signed inputs): rel L2 2.9e-4 > 1e-4" in digest
+    with pytest.raises(ValueError, match="time_ms"):
+        TrajectoryEntry("c8", "c2", "improve", "p", "x", "faster", 1.2, time_ms=-1.0)

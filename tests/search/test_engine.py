@@ -299,7 +299,7 @@ def test_planners_of_different_nodes_are_asked_one_at_a_time():
     assert len(nxt) == 1 and "`retune the block size`" in nxt[0].request.messages[-1].content
     assert "## In progress" in nxt[0].request.messages[-1].content
     coder = next(a for a in e.ask() if isinstance(a, CompletionAsk) and a.agent == "coder")
-    assert "choose a different approach" not in coder.request.messages[-1].content
+    assert "choose a different one" not in coder.request.messages[-1].content
 
 
 def test_an_improvement_is_never_a_dead_end_even_below_eager():

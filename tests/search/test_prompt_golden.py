@@ -110,13 +110,13 @@ def test_search_bookkeeping_quotes_the_planners_words(run):
     assert ("## In progress" in second_planner and
             "`one program per output row: sum each 11x11 window in registers and divide once`" in second_planner)
     later = by_agent(prompts, "planner")[-1].user
-    assert ("- `2-D output tiles of 16 rows x 64 columns with the window rows reused through L1`: worked, "
-            "best 1.39× (improved)" if kind == "h100" else "- `2-D output tiles of 16 rows x 64 columns") in later
+    assert ("- `2-D output tiles of 16 rows x 64 columns with the window rows reused through L1` (c2): worked, "
+            "best 1.39× (6.41 ms) (improved)" if kind == "h100" else "- `2-D output tiles of 16 rows x 64 columns") in later
     assert "DEAD END" not in later  # nothing failed twice or brought no gain
     for prompt in prompts.values():
         assert "[block-w]" not in prompt.user.lower().replace("[block_w]", "")  # a tile name is no skill tag
     for prompt in by_agent(prompts, "coder") + by_agent(prompts, "repairer"):
-        assert "choose a different approach" not in prompt.user and "## In progress" not in prompt.user
+        assert "choose a different one" not in prompt.user and "## In progress" not in prompt.user
     plan = by_agent(prompts, "coder")[-1].user
     assert ("Why: The profile shows 4-byte loads using a quarter of each sector at 86% of DRAM peak; wider loads "
             "cut requests and the block width was never tuned.") in plan  # rationale whole

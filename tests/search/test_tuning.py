@@ -276,7 +276,7 @@ def test_planners_see_the_tuning_in_progress_then_its_result():
     assert f"# Candidate to improve (`{adopted}`)" in last  # greedy expands the tuned child, the best so far
     assert "Parameters tuned: this is the fastest of 6 judged configurations of c1's" in last
     assert "changing them by hand is no" in last
-    assert "`parameter tuning of c1`: worked" in last  # the "Already tried" digest
+    assert f"`parameter tuning of c1` ({adopted}): worked" in last  # the "Already tried" digest
 
 
 def test_top_k_also_tunes_a_candidate_that_is_not_the_best():
