@@ -6,6 +6,8 @@ it fixes rather than re-designs.
 """
 from __future__ import annotations
 
+import re
+
 from . import sections
 from .base import Agent
 from .coder import checked_backend, parse_code
@@ -40,8 +42,26 @@ class Repairer(Agent):
         if failure is not None and broken.summary.strip():
             chosen.append(sections.candidate_verdict(env, self.name, broken, "base_verdict", 20,
                                                      show_error=False))  # the failure section holds it
-        chosen += sections.skills(env, ctx.skills, 40, self.max_skills, backend=ctx.backend)
+        kind = cuda_fault(ctx.failure or broken.summary)
+        if kind:
+            fault = broken.verdict.fault if broken.verdict is not None else {}
+            chosen.append(sections.note(env, "fault", "cuda_fault", kind=kind, fault=fault))
+        chosen += sections.skills(env, ctx.skills, 40, self.max_skills, backend=ctx.backend, only="Pitfalls")
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str, backend: str | None = None) -> Code | ParseFailure:
         return parse_code(self, text, backend or self.backend)
+
+
+# errors CUDA reports after the fact, at the next call that waits for the GPU
+_ASYNC_FAULT = re.compile(
+    r"an illegal memory access was encountered|misaligned address|device-side assert triggered|"
+    r"unspecified launch failure|an illegal instruction was encountered|"
+    r"cudaErrorIllegalAddress|cudaErrorMisalignedAddress|cudaErrorLaunchFailure|cudaErrorAssert",
+    re.IGNORECASE)
+
+
+def cuda_fault(text: str | None) -> str:
+    """The asynchronous CUDA error a failure reports ('' when it reports none)."""
+    match = _ASYNC_FAULT.search(text or "")
+    return match.group(0) if match else ""

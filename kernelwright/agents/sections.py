@@ -28,6 +28,11 @@ def task(env: jinja2.Environment, ctx: AgentContext) -> Section:
     return Section("task", REQUIRED, ctx.problem_source, _frame(env, "task", ctx=ctx), trim="none")
 
 
+def note(env, name: str, template: str, priority: int = REQUIRED, **variables: Any) -> Section:
+    """A section whose whole text is the partial template prompts/sections/<template>.md.j2."""
+    return Section(name, priority, "", _frame(env, template, **variables), trim="none")
+
+
 def candidate_code(env, agent: str, view: CandidateView, name: str, priority: int) -> Section:
     """Code is shown whole or not at all: a cut kernel invites edits to code that is not there.
 
@@ -168,13 +173,14 @@ def for_backend(body: str, backend: str | None) -> str:
 
 def skills(env, items: Iterable[Any], priority: int, limit: int,
            preferred: Iterable[str] = (), preferred_priority: int | None = None,
-           backend: str | None = None) -> list[Section]:
+           backend: str | None = None, only: str = "") -> list[Section]:
     """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.
 
     Skills named in `preferred` (those a plan cites) come first, at `preferred_priority`, and are
     exempt from the limit. The sections form a chain: when one does not fit, it and every skill
     ranked below it are left out, so a prompt drops the lowest-ranked skills and never cuts one.
-    With `backend`, each skill shows the examples of that backend (`for_backend`).
+    With `backend`, each skill shows the examples of that backend (`for_backend`); with `only`, just
+    the text of its `## <only>` section (a Repairer reads the Pitfalls).
     """
     preferred = list(dict.fromkeys(preferred))
     items = [i for i in items if str(getattr(i, "body", "") or "").strip()]
@@ -186,10 +192,27 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
         base = preferred_priority if item in cited else priority
         name = _name(item)
         frame = _frame(env, "skill", name=name, title=str(getattr(item, "title", "") or name))
-        body = _demote_headings(for_backend(str(getattr(item, "body", "")).strip(), backend))
+        body = str(getattr(item, "body", "")).strip()
+        body = _section_text(body, only) if only else _demote_headings(for_backend(body, backend))
+        if not body:
+            continue
         sections.append(Section(f"skill:{name}", base + rank, body, frame, trim="none", group="skills",
                                 chain=True))
     return sections
+
+
+def _section_text(body: str, heading: str) -> str:
+    """The text under `## heading` of a skill body ('' when it has none); code blocks stay whole."""
+    lines, keep, fenced = [], False, False
+    for line in body.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and line.startswith("## "):
+            keep = line[3:].strip().lower() == heading.lower()
+            continue
+        if keep:
+            lines.append(line)
+    return "\n".join(lines).strip()
 
 
 def _name(item: Any) -> str:

@@ -42,6 +42,7 @@ class VerdictView:
     profile: dict[str, Any] = field(default_factory=dict)
     findings: list[str] = field(default_factory=list)
     error: str = ""
+    fault: dict[str, str] = field(default_factory=dict)  # a located CUDA fault: tool, kernel, where, report
 
     @property
     def passed(self) -> bool:

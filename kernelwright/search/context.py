@@ -56,7 +56,7 @@ def verdict_view(node: Node, objective: str) -> VerdictView | None:
         timing_note=result.timing_note, l2_flushed=result.l2_flushed, baselines=dict(result.baseline_ms),
         speedups=dict(result.speedup), floor=dict(result.floor), kernels=list(kernels.get("kernels") or []),
         kernels_note=str(kernels.get("reason") or ""), profile=dict(result.profile),
-        findings=list(result.findings), error=error)
+        findings=list(result.findings), error=error, fault=dict(result.fault))
 
 
 def candidate_view(node: Node, objective: str, trajectory: Trajectory | None = None) -> CandidateView:
@@ -157,6 +157,8 @@ class ContextBuilder:
             extra["reference"] = dict(self.problem.reference)
         if self.problem.work:
             extra["reference_work"] = dict(self.problem.work)
+        if self.problem.mode_layers:
+            extra["mode_layers"] = list(self.problem.mode_layers)
         floor = self.expected_floor()
         if floor is not None:
             extra["floor"] = floor

@@ -36,6 +36,9 @@ class ProblemInfo:
     # 128 x 128 output tiles of the matrix product (or convolution as an implicit GEMM) doing the most
     # FLOPs, at the judged sizes: whether split-K or a persistent grid can pay (skills' `tiles`)
     product_tiles: int | None = None
+    # layers whose result depends on training vs eval mode, each with what it does in the mode the
+    # judge runs models in (training: it never calls .eval()), e.g. "`bn` (BatchNorm2d): normalises ..."
+    mode_layers: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -74,12 +77,13 @@ def describe_problem(path: str | Path, backend: str = "triton",
     if reference.device_code and not on_gpu:
         raise ProblemError("the reference is a CUDA C++ extension (load_inline): it needs a CUDA GPU, and candidates "
                            "are judged on the CPU here", path=path)
-    name, kinds, work = Path(path).stem, [], {}
+    name, kinds, work, modes = Path(path).stem, [], {}, []
     if reference.kind != "cuda":  # loading a CUDA reference builds its extension: only the judge does that
         problem = load_problem(path, overrides=overrides, shrink=not on_gpu)
         name, source, reference = problem.name, problem.source, describe_reference(problem)
         if reference.kind == "torch":
             kinds, reference.mutated_inputs, work = _run_reference(problem, path)
+            modes = mode_layers(problem.make_model(seed=0))
     device, gpu = "cpu", None
     if on_gpu:
         major, minor = torch.cuda.get_device_capability()
@@ -89,7 +93,7 @@ def describe_problem(path: str | Path, backend: str = "triton",
     return ProblemInfo(name=name, source=source, path=str(Path(path).resolve()),
                        backend=backend, device=device, op_kinds=kinds, gpu=gpu,
                        overrides=dict(overrides or {}), reference=reference.to_dict(), work=work,
-                       dtypes=dtypes, flops=flops, bytes=nbytes, product_tiles=tiles)
+                       dtypes=dtypes, flops=flops, bytes=nbytes, product_tiles=tiles, mode_layers=modes)
 
 
 def _run_reference(problem, path) -> tuple[list[str], list[int], dict[str, int]]:
@@ -196,3 +200,27 @@ def _product(name: str, args, out) -> tuple[float, int] | None:
         depth = weight.shape[1] * math.prod(weight.shape[2:])  # reduction length of the implicit GEMM
         return 2.0 * rows * out.shape[1] * depth, groups * tiles(rows, per_group)
     return None
+
+
+def mode_layers(model) -> list[str]:
+    """The layers of `model` whose result depends on `model.training`, each with what it does in
+    training mode, the mode the judge runs models in (it builds them and never calls `.eval()`)."""
+    import torch.nn as nn
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.instancenorm import _InstanceNorm
+
+    found = []
+    for name, module in model.named_modules():
+        kind = type(module).__name__
+        if isinstance(module, _InstanceNorm):
+            if module.track_running_stats:
+                found.append(f"`{name}` ({kind}): normalises with each instance's own statistics, "
+                             f"not its running statistics")
+        elif isinstance(module, _BatchNorm):
+            found.append(f"`{name}` ({kind}): normalises with the current batch's mean and biased variance "
+                         f"(its running statistics are only updated, never used)")
+        elif isinstance(module, (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+                                 nn.FeatureAlphaDropout)):
+            found.append(f"`{name}` ({kind}, p={module.p:g}): " + (
+                "draws a new random mask on every call" if module.p > 0 else "is the identity (p = 0)"))
+    return found

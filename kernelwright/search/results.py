@@ -55,6 +55,9 @@ class EvalResult:
     resources: list[dict[str, Any]] = field(default_factory=list)
     device_s: float = 0.0  # seconds in the stages that ran kernels (tune.cost.verdict_seconds)
     judge_s: float = 0.0  # wall seconds of the judging process
+    # where an asynchronous CUDA fault happened, when the judge reran the failing trial to locate it
+    # (`Verdict.fault`: tool, kernel, where, report); empty when it did not
+    fault: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -109,6 +112,7 @@ class EvalResult:
             device=verdict.device, timing_method=verdict.timing.method if verdict.timing else "",
             resources=[r.to_dict() for r in verdict_resources(verdict)],
             device_s=round(device_s, 3), judge_s=round(judge_s, 3), **verdict_facts(verdict, profile),
+            fault={k: str(v) for k, v in (getattr(verdict, "fault", None) or {}).items() if v},
         )
 
 

@@ -209,6 +209,7 @@ class Tuning:
         node = engine.tree[job.node_id]
         ctx = engine.contexts.build(AGENT, engine.tree, engine.trajectory, parent=node, failure=job.failure)
         ctx.extra["tune_budget"] = self._job_budget(job)
+        ctx.extra["tune_match"] = engine.settings.tune_match
         request = self._agent().request(ctx)
         if job.feedback:
             request = replace(request, messages=[*request.messages, *job.feedback])

@@ -59,3 +59,29 @@ def test_parse_failures_carry_feedback():
         failure = agent.parse(answer)
         assert isinstance(failure, ParseFailure), answer
         assert words in failure.reason and "KW_TUNE" in failure.feedback
+
+
+def test_the_prompt_is_complete_and_sizes_the_space_to_the_budget():
+    """Issue 31, point 8: the `sizes` format, what constraints may contain, when parameters are read,
+    how configurations are chosen, what autotune's winner means, and one consistent rule about size."""
+    user = Templatizer().render(context(extra={"tune_budget": 3, "tune_match": 1.25}))[1].content
+    assert '`sizes` (optional) names the problem\'s sizes' in user and '{"N": 4096, "K": 8192}' in user
+    assert "`and`, `or`, `not`, `a if c else b`" in user and "`in` / `not in` a literal list" in user
+    assert "reading `KW_PARAMS` at import, in `__init__` or in `forward` sees the same values" in user
+    assert "the tuner judges the defaults first" in user and "the fastest correct one replaces the candidate" in user
+    assert "It judges at most 3 configurations in all" in user and "3 to 6 values" not in user
+    assert "within\n1.25x of the candidate's time" in user or "within 1.25x of the candidate's time" in user
+    assert "Which config\nit picked for these sizes is not recorded" in user
+
+
+def test_the_format_example_is_a_template_the_parser_accepts():
+    import re
+
+    from kernelwright.agents.templates import BUILTIN_PROMPTS
+    from kernelwright.tune.template import parse_template
+
+    text = (BUILTIN_PROMPTS / "format_templatizer.md.j2").read_text()
+    declaration = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    template = parse_template(ORIGINAL.replace("BLOCK=128", 'BLOCK=KW_PARAMS["BLOCK_M"]') + declaration, name="x")
+    assert template.sizes == {"N": 4096} and len(template.constraints) == 2
+    assert template.defaults == {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
