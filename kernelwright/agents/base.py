@@ -12,7 +12,7 @@ from typing import Iterable
 from kernelwright.llm.types import CompletionRequest, Message
 from kernelwright.rules import prompt_markdown
 
-from . import citations, templates
+from . import citations, software, templates
 from .context import ContextReport, Section, estimate_tokens, fit_sections
 from .types import AgentContext, ParseFailure
 
@@ -60,7 +60,8 @@ class Agent:
         return {"ctx": ctx, "agent": self.name, "agent_title": self.title, "backend": ctx.backend,
                 "device": ctx.device or "unknown", "target": ctx.target, "interpreter": runs_in_interpreter(ctx),
                 "example": example, "role_template": self.role_template, "format_template": self.format_template,
-                "rules": ctx.rules, "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or ""))}
+                "rules": ctx.rules, "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or "")),
+                "triton_support": software.triton_support(ctx.target) if ctx.target is not None else {}}
 
     def render(self, ctx: AgentContext) -> list[Message]:
         return self.assemble(ctx)[0]
