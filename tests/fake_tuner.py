@@ -6,7 +6,7 @@ other instances). No judge runs: each instance it "judges" gets a hand-written p
 from __future__ import annotations
 
 import random
-import time
+import threading
 
 from kernelwright.tune import autopilot
 from kernelwright.tune.evaluate import Measurement
@@ -25,10 +25,11 @@ def verdict(ms: float) -> dict:
 
 class FakeTuner:
     """`optimize_without_llm` replaying through the run's cache; which instances it proposes
-    depends on its budget, as the real auto strategy's do. `delay_s`: seconds each judged instance
-    takes (for the heartbeat)."""
+    depends on its budget, as the real auto strategy's do. `hold`: an event each judged instance
+    waits for (at most `hold_s` seconds), so a test decides how long judging takes."""
 
-    delay_s = 0.0
+    hold: threading.Event | None = None
+    hold_s = 60.0
 
     def __init__(self):
         self.judged: list[int] = []  # BLOCK of every instance judged (not answered by the cache)
@@ -43,8 +44,8 @@ class FakeTuner:
             hit = cache.get("template-hash", params, "cpu", {"n": 64})
             if hit is None:
                 self.judged.append(block)
-                if self.delay_s:
-                    time.sleep(self.delay_s)
+                if self.hold is not None:
+                    self.hold.wait(self.hold_s)
                 measurement = Measurement(params, "pass", time_ms=TIME_MS[block], method="wall_cpu",
                                           verdict=verdict(TIME_MS[block]))
                 cache.put("template-hash", params, "cpu", {"n": 64}, measurement.to_dict())

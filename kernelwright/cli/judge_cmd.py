@@ -11,11 +11,15 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kernelwright.judge.baseline_lane import DEFAULT_LANES
 
-console = Console()
+from . import heartbeat
+
+console = Console()  # verdicts and tables (stdout)
+errors = Console(stderr=True)  # what went wrong before any verdict
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
@@ -126,18 +130,36 @@ def judge_command(
         raise typer.BadParameter("give PROBLEM and CANDIDATE files, or --batch DIR")
     for path in (problem, candidate):
         if not path.is_file():
-            console.print(f"[red]{path}: file not found[/]")
-            raise typer.Exit(EXIT_USAGE)
+            refuse(problem, candidate, f"{path}: {'not a file' if path.exists() else 'file not found'}", json_out)
     from kernelwright.cli import judge_daemon
     from kernelwright.judge.daemon_key import enabled, idle_seconds
 
-    verdict = judge_daemon.judge(problem, candidate, config, enabled() and not no_daemon, idle_seconds(daemon_idle),
-                                 say=lambda text: typer.echo(text, err=True))
+    with heartbeat.Heartbeat(_say) as beat:  # a hang is stopped by the judge's timeouts; until then, say so
+        beat.doing(f"judging {candidate.name} against {problem.name} (the judge allows each stage "
+                   f"{config.timeout_s:g} s)")
+        verdict = judge_daemon.judge(problem, candidate, config, enabled() and not no_daemon,
+                                     idle_seconds(daemon_idle), say=_say)
     if json_out:
         typer.echo(verdict.to_json())
     else:
         console.print(verdict_table(verdict))
     raise typer.Exit(exit_code(verdict))
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def refuse(problem: Path, candidate: Path, message: str, json_out: bool) -> None:
+    """Bad input (exit 2): the message on stderr, and with --json a verdict saying it on stdout
+    (status error, stage load: what `judge --json` prints for a problem that does not load)."""
+    errors.print(f"[red]{escape(message)}[/]", soft_wrap=True)
+    if json_out:
+        from kernelwright.judge.verdict import Verdict
+
+        typer.echo(Verdict(problem=str(problem), candidate=str(candidate), status="error", stage="load",
+                           error=message).to_json())
+    raise typer.Exit(EXIT_USAGE)
 
 
 def exit_code(verdict) -> int:
@@ -182,8 +204,12 @@ def verdict_table(verdict) -> Table:
     if verdict.error:
         table.add_row("error", verdict.error)
     failed = [t for t in verdict.trials if not t.ok]
-    table.add_row("trials", f"{len(verdict.trials) - len(failed)}/{len(verdict.trials)} passed"
-                  + "".join(f"\n#{t.trial} {t.variant}: {t.message}" for t in failed[:3]))
+    if verdict.trials:
+        table.add_row("trials", f"{len(verdict.trials) - len(failed)}/{len(verdict.trials)} passed"
+                      + "".join(f"\n#{t.trial} {t.variant}: {t.message}" for t in failed[:3]))
+    elif not verdict.passed:
+        table.add_row("trials", f"none run (the judge stopped at stage {verdict.stage}, before or during the "
+                                "correctness trials)")
     margin = (verdict.precision or {}).get("margin") or {}
     if margin.get("worst") is not None:
         table.add_row("error margin", margin_text(margin))
@@ -243,30 +269,60 @@ def baseline_command(
     """Time the reference of each problem under eager and torch.compile (cached on disk).
 
     A noisy measurement is repeated before it is cached (docs/judge.md); --force measures again.
+    Exit 0 when every baseline asked for was measured (or does not apply: torch.compile on a CPU,
+    or of a reference that is a kernel), 1 when one failed or a problem did not load (each one is
+    a row of the table with its error), 2 when TARGET does not exist.
     """
+    import os
+
     from kernelwright.judge import baseline
 
     if not target.exists():
-        console.print(f"[red]{target}: not found[/]")
+        errors.print(f"[red]{escape(str(target))}: not found[/]", soft_wrap=True)
         raise typer.Exit(EXIT_USAGE)
     problems = [target] if target.is_file() else sorted(p for p in target.rglob("*.py") if p.name != "__init__.py")
     config = file_config(config_file)
     config.overrides = {**config.overrides, **parse_overrides(settings)}
     device = resolve_device(device)
-    results = {}
-    for path in problems:
-        try:
-            overrides = effective_overrides(path, config.overrides, device)
-        except Exception as exc:  # noqa: BLE001 - a broken problem file is reported, the rest still run
-            console.print(f"[yellow]{path}: {exc}[/]")
-            continue
-        results[str(path)] = baseline.get_baselines(path, overrides, config, device, force=force)
+    if device == "cpu" and "TRITON_INTERPRET" not in os.environ:
+        os.environ["TRITON_INTERPRET"] = "1"  # a reference written in Triton runs on CPU tensors only interpreted
+    results, failed = {}, []
+    with heartbeat.Heartbeat(_say) as beat:
+        for index, path in enumerate(problems, 1):
+            beat.doing(f"measuring the baselines of {path.name} ({index} of {len(problems)})")
+            try:
+                overrides = effective_overrides(path, config.overrides, device)
+            except Exception as exc:  # noqa: BLE001 - a broken problem file is a row of its own; the rest still run
+                results[str(path)] = baseline.Baselines(errors={"load": f"the problem did not load: {exc}"})
+                failed.append(path)
+                continue
+            results[str(path)] = found = baseline.get_baselines(path, overrides, config, device, force=force)
+            if failed_kinds(path, found, config, device):
+                failed.append(path)
     if json_out:
         from dataclasses import asdict
 
         typer.echo(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2))
-        return
-    console.print(baselines_table(results, device))
+    else:
+        console.print(baselines_table(results, device, config))
+        for line in skipped_notes(results, config, device):
+            console.print(escape(line), soft_wrap=True, highlight=False)
+        if failed:
+            console.print(f"{len(failed)} of {len(problems)} problem(s) without every baseline asked for "
+                          "(see errors)", soft_wrap=True, highlight=False)
+    raise typer.Exit(EXIT_FAIL if failed else EXIT_PASS)
+
+
+def failed_kinds(path, result, config, device: str) -> list[str]:
+    """The baseline kinds that were to be measured for the problem at `path` and were not
+    (failures; "load" when the problem did not load), as the judge decides which apply."""
+    from kernelwright.judge.baseline import wanted_kinds
+    from kernelwright.problem.reference import reference_kind
+
+    if "load" in result.errors:
+        return ["load"]
+    kinds, _ = wanted_kinds(config, device, False, reference_kind(Path(path).read_text(errors="replace")))
+    return [k for k in kinds if getattr(result, k, None) is None]
 
 
 def effective_overrides(path: Path, overrides: dict, device: str) -> dict:
@@ -287,16 +343,37 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def baselines_table(results: dict, device: str) -> Table:
+def baselines_table(results: dict, device: str, config) -> Table:
+    """One row per problem: each kind's time, "failed" or "n/a" (skipped: said below the table),
+    and each failure's error in full (its first line)."""
     table = Table(title=f"baselines on {device}")
     for column in ("problem", "eager", "compile_default", "compile_max_autotune", "cached", "errors"):
         table.add_column(column, overflow="fold")
     for path, result in results.items():
-        cells = [_baseline_cell(result, kind) for kind in ("eager", "compile_default", "compile_max_autotune")]
-        errors = "; ".join(f"{k}: {v.splitlines()[0][:120]}" for k, v in result.errors.items())
+        failed = set(failed_kinds(path, result, config, device))
+        cells = [_baseline_cell(result, kind, kind in failed) for kind in ("eager", "compile_default",
+                                                                           "compile_max_autotune")]
+        shown = [(k, v) for k, v in result.errors.items() if k in failed or k == "load"]
+        text = "\n".join(f"{k}: {_first_line(v)}" for k, v in shown)
         label = "" if result.eager_label == "eager PyTorch" else f" (eager: {result.eager_label})"
-        table.add_row(Path(path).name + label, *cells, "yes" if result.cached else "no", errors)
+        table.add_row(escape(Path(path).name + label), *cells, "yes" if result.cached else "no", escape(text))
     return table
+
+
+def skipped_notes(results: dict, config, device: str) -> list[str]:
+    """Why kinds were not measured where they do not apply, once per reason."""
+    notes: dict[str, list[str]] = {}
+    for path, result in results.items():
+        failed = set(failed_kinds(path, result, config, device))
+        for kind, why in result.errors.items():
+            if kind not in failed and kind != "load":
+                notes.setdefault(f"{kind}: {_first_line(why)}", []).append(Path(path).name)
+    return [f"n/a {what} ({', '.join(names)})" for what, names in notes.items()]
+
+
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _measured(info: dict | None) -> str:
@@ -308,10 +385,10 @@ def _measured(info: dict | None) -> str:
             f"cache {info.get('cache_file')}")
 
 
-def _baseline_cell(result, kind: str) -> str:
+def _baseline_cell(result, kind: str, failed: bool = False) -> str:
     stats = getattr(result, kind)
     if stats is None:
-        return "-"
+        return "[red]failed[/]" if failed else ("n/a" if kind in result.errors else "-")
     info = result.measured.get(kind) or {}
     noisy = "" if info.get("steady", True) else " [red]NOISY[/]"
     return f"{stats.median_ms:.4g} ms ± {stats.iqr_ms:.2g} ({len(info.get('repeats', []))} repeats){noisy}"

@@ -28,7 +28,7 @@ from kernelwright.report.best import fmt_speedup
 from kernelwright.search.budget import LIMIT_NAMES, Limits
 from kernelwright.search.settings import STRATEGIES, Settings, SettingsError, names as setting_names
 
-from . import exits, no_llm
+from . import exits, heartbeat, no_llm
 
 console = Console(stderr=True)  # progress, panels, warnings
 results = Console()  # the outcome lines (stdout), unless --json puts JSON there
@@ -207,19 +207,26 @@ def _runner(no_model: bool):
 
 
 class ProgressLines:
-    """Live progress as lines on stderr, for a pipe or a log: one line when something changed."""
+    """Live progress as lines on stderr, for a pipe or a log: one line when something changed, and
+    a heartbeat line (what the run does, for how long) after a long silence (cli/heartbeat.py)."""
 
-    def __init__(self):
+    def __init__(self, beat: heartbeat.Heartbeat | None = None):
         self.last = None
+        self.beat = beat
 
     def __call__(self, snapshot: dict) -> None:
         from kernelwright.report.progress import progress_line
 
+        if self.beat is not None:
+            self.beat.doing(heartbeat.run_activity(snapshot))
+            self.beat.seen(float((snapshot.get("spend") or {}).get("elapsed_s") or 0.0))
         spend = snapshot.get("spend") or {}
         state = (snapshot.get("candidates"), snapshot.get("best_id"), spend.get("evals"), spend.get("calls"))
         if state != self.last:
             self.last = state
             console.print(progress_line(snapshot), soft_wrap=True, highlight=False, markup=False)
+            if self.beat is not None:
+                self.beat.printed()
 
 
 def _run_one(options, quiet: bool, no_model: bool = False):
@@ -228,10 +235,22 @@ def _run_one(options, quiet: bool, no_model: bool = False):
     run = _runner(no_model)
     if quiet:
         return run(options)
+    beat = heartbeat.Heartbeat(_say)
+    beat.doing("preparing the run (loading the problem, recording its operations)")
     if not console.is_terminal:
-        return run(options, on_progress=ProgressLines())
-    with Live(progress_panel({}), console=console, refresh_per_second=4, transient=False) as live:
-        return run(options, on_progress=lambda snap: live.update(progress_panel(snap)))
+        with beat:
+            return run(options, on_progress=ProgressLines(beat))
+    with Live(progress_panel({}), console=console, refresh_per_second=4, transient=False) as live, beat:
+        def show(snapshot: dict) -> None:
+            beat.doing(heartbeat.run_activity(snapshot))
+            beat.seen(float((snapshot.get("spend") or {}).get("elapsed_s") or 0.0))
+            live.update(progress_panel(snapshot))
+
+        return run(options, on_progress=show)
+
+
+def _say(text: str) -> None:
+    console.print(text, soft_wrap=True, highlight=False, markup=False)
 
 
 def report_outcome(outcome, to_stdout: bool = True, quiet: bool = False) -> None:
@@ -270,7 +289,8 @@ def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False
     names = [e.name for e in (read_manifest(resume).entries if resume else entries_for(problems))]
     if not names:
         raise UsageError("the suite holds no problem files")
-    with (contextlib.nullcontext() if quiet else suite_view.SuiteProgress(console, names)) as progress:
+    shown = contextlib.nullcontext() if quiet else suite_view.SuiteProgress(console, names, heartbeat.Heartbeat(_say))
+    with shown as progress:
         on_progress = progress  # None with --quiet
         if resume:
             outcome = driver.resume_suite(resume, options, on_progress)

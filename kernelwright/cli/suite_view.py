@@ -27,12 +27,21 @@ def _cells(snapshot: dict[str, Any]) -> tuple[str, str, str, str]:
 class SuiteProgress:
     """Collects each run's latest snapshot (from any thread) and shows them."""
 
-    def __init__(self, console: Console, names: list[str]):
+    def __init__(self, console: Console, names: list[str], beat=None):
         self.console = console
         self.snapshots: dict[str, dict] = {name: {} for name in names}
         self.lock = threading.Lock()
         self.live: Live | None = None
         self._last: dict[str, Any] = {}
+        self.beat = beat  # cli.heartbeat.Heartbeat: a line after a long silence, saying what the runs do
+
+    def activity(self) -> str:
+        """What the runs still going do, one clause per run."""
+        from .heartbeat import run_activity
+
+        going = [f"{name} {run_activity(snap)}" for name, snap in self.snapshots.items()
+                 if snap and not snap.get("done")]
+        return "; ".join(going) if going else "preparing the runs"
 
     def table(self) -> Table:
         table = Table(title=f"suite: {len(self.snapshots)} problems", expand=False)
@@ -49,6 +58,8 @@ class SuiteProgress:
     def __call__(self, name: str, snapshot: dict) -> None:
         with self.lock:
             self.snapshots[name] = snapshot
+            if self.beat is not None:
+                self.beat.doing(self.activity())
             if self.live is not None:
                 self.live.update(self.table())
                 return
@@ -58,14 +69,21 @@ class SuiteProgress:
                 self._last[name] = state
                 self.console.print(f"{name}: {progress_line(snapshot)}", soft_wrap=True, highlight=False,
                                    markup=False)
+                if self.beat is not None:
+                    self.beat.printed()
 
     def __enter__(self) -> "SuiteProgress":
         if self.console.is_terminal:
             self.live = Live(self.table(), console=self.console, refresh_per_second=2, transient=False)
             self.live.__enter__()
+        if self.beat is not None:
+            self.beat.doing(self.activity())
+            self.beat.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.beat is not None:
+            self.beat.__exit__(*exc)
         if self.live is not None:
             self.live.__exit__(*exc)
             self.live = None

@@ -21,15 +21,21 @@ def line_in_file(exc: BaseException, path: str | Path) -> int | None:
     """The deepest traceback line that lies in `path`: where the user's file went wrong."""
     if isinstance(exc, SyntaxError) and exc.lineno:
         return exc.lineno
+    frame = deepest_frame_in(exc, path)
+    return frame.lineno if frame is not None else None
+
+
+def deepest_frame_in(exc: BaseException, path: str | Path) -> traceback.FrameSummary | None:
+    """The deepest traceback frame that lies in `path` (its function's name and line), or None."""
     target = str(Path(path).resolve())
-    line = None
+    found = None
     for frame in traceback.extract_tb(exc.__traceback__):
         try:
             if str(Path(frame.filename).resolve()) == target:
-                line = frame.lineno
+                found = frame
         except OSError:
             continue
-    return line
+    return found
 
 
 def wrap(exc: BaseException, path: str | Path, what: str) -> ProblemError:

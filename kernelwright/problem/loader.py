@@ -167,10 +167,7 @@ def load_problem(
     module = exec_module(path, source, overrides, _module_name(path, overrides))
     missing = [n for n in REQUIRED_PROBLEM_NAMES if not hasattr(module, n)]
     if missing:
-        raise ProblemError(
-            f"a problem file must define {', '.join(REQUIRED_PROBLEM_NAMES)}; missing: {', '.join(missing)}",
-            path=path,
-        )
+        raise ProblemError(missing_problem_names(missing), path=path)
     problem = Problem(path=path, source=source, module=module, overrides=overrides)
     if shrink:
         from .shrink import ShrinkBudget, shrink_problem
@@ -178,6 +175,17 @@ def load_problem(
         budget = shrink if isinstance(shrink, ShrinkBudget) else ShrinkBudget()
         problem = shrink_problem(problem, budget, load_problem)
     return problem
+
+
+def missing_problem_names(missing: list[str]) -> str:
+    """What to tell the author of a problem file that lacks `missing` of REQUIRED_PROBLEM_NAMES:
+    one that defines none of them is not a KernelBench problem at all (another Python file, or a
+    file that only looks like one), which says more than a list of every name."""
+    if set(missing) >= set(REQUIRED_PROBLEM_NAMES):
+        return (f"not a KernelBench problem file: it defines none of {', '.join(REQUIRED_PROBLEM_NAMES)} "
+                "(a problem defines class Model(torch.nn.Module), get_inputs() returning the forward's inputs, "
+                "and get_init_inputs() returning Model's constructor arguments; see examples/problems/)")
+    return f"a problem file must define {', '.join(REQUIRED_PROBLEM_NAMES)}; missing: {', '.join(missing)}"
 
 
 def load_candidate(path: str | Path, cls_name: str = "ModelNew") -> types.ModuleType:

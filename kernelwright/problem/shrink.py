@@ -13,7 +13,7 @@ from typing import Any, Callable
 from dataclasses import dataclass
 
 
-from .errors import ProblemError
+from .errors import ProblemError, deepest_frame_in
 from .footprint import Footprint, measure
 
 # constants whose value is semantics, not size: never halved
@@ -45,6 +45,18 @@ def size_constants(problem) -> dict[str, int]:
     return sizes
 
 
+def unmeasurable(exc: BaseException, path) -> ProblemError:
+    """The problem's own function that failed while its sizes were measured (get_inputs(),
+    get_init_inputs(), Model's constructor), named with its line; the meta device said as where
+    it ran, since a function can fail there only (it reads a tensor's values)."""
+    frame = deepest_frame_in(exc, path)
+    where = ("Model's constructor" if frame.name == "__init__" else f"{frame.name}()") \
+        if frame is not None and frame.name != "<module>" else "the problem's code"
+    return ProblemError(f"{where} failed with {type(exc).__name__}: {exc} (called on the meta device, where "
+                        "the problem's sizes are measured before they are shrunk for the CPU)",
+                        path=path, line=frame.lineno if frame is not None else None)
+
+
 def _fits(fp: Footprint, budget: ShrinkBudget) -> bool:
     return fp.bytes <= budget.max_bytes and fp.flops <= budget.max_flops
 
@@ -55,8 +67,7 @@ def shrink_problem(problem, budget: ShrinkBudget, load_problem: Callable[..., An
     try:
         footprint = measure(problem)
     except Exception as exc:  # noqa: BLE001 -- a model meta cannot run: keep sizes, say why
-        raise ProblemError(f"cannot measure the problem's size on the meta device to shrink it: {exc}",
-                           path=problem.path) from None
+        raise unmeasurable(exc, problem.path) from None
     overrides = dict(problem.overrides)
     frozen = set(overrides)  # user overrides are never changed
     current = problem

@@ -102,6 +102,45 @@ def test_missing_problem_names(tmp_path):
         load_problem(path)
 
 
+@pytest.mark.parametrize("text", ['{"not": "python code"}\n', "", "import os\nprint('a script')\n"])
+def test_a_file_that_is_no_problem_at_all_is_called_so(tmp_path, text):
+    path = tmp_path / "notes.py"
+    path.write_text(text)
+    with pytest.raises(ProblemError) as info:
+        load_problem(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: not a KernelBench problem file: it defines none of Model, get_inputs, "
+                              "get_init_inputs") and "missing:" not in message
+
+
+@pytest.mark.parametrize("function, line", [("get_inputs", 10), ("get_init_inputs", 14)])
+def test_a_raising_problem_function_is_named_with_its_line_when_shrinking(tmp_path, function, line):
+    source = PROBLEM_TEMPLATE.replace(f"def {function}():\n    return", f"def {function}():\n    raise ValueError('no data here')\n    return")
+    path = tmp_path / "p.py"
+    path.write_text(source)
+    with pytest.raises(ProblemError) as info:
+        load_problem(path, shrink=True)
+    assert str(info.value).startswith(f"{path}, line {line}: {function}() failed with ValueError: no data here")
+    assert "cannot measure" not in str(info.value)
+
+
+PROBLEM_TEMPLATE = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.rand(8)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
 def test_signature_mismatch_is_reported(problem_file, tmp_path):
     problem = load_problem(problem_file)
     cand = tmp_path / "cand.py"

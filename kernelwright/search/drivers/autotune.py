@@ -144,6 +144,8 @@ class AutotuneSession:
         self.fatal: str | None = None
         self.stop_reason: str | None = None
         self.started = time.monotonic()
+        self.activity = "matching the problem to the template library"  # what the session does now
+        self.done = False
         self._count_stored()
 
     def _count_stored(self) -> None:
@@ -185,7 +187,21 @@ class AutotuneSession:
         if minutes is not None and self.cache.by_key and self.elapsed() >= minutes * 60:
             self.stop_reason = f"time budget reached ({self.elapsed() / 60:.2f} of {minutes:g} minutes)"
             return True
+        self._next_activity()
         return False
+
+    def _next_activity(self) -> None:
+        """Asked before each batch of instances: say which the tuner judges next (stored ones are
+        answered from the store at once)."""
+        first = len(self.cache.by_key) + 1
+        last = min(first + max(1, self.plan.workers) - 1, self.plan.budget)
+        what = f"instance {first}" if last <= first else f"instances {first}-{last}"
+        if self.plan.eval_mode == "batch":
+            self.activity = f"writing evaluation requests from {what} of {self.plan.budget} on"
+        else:
+            baseline = " (the first also measures the baselines)" if not self.cache.by_key else ""
+            self.activity = f"judging {what} of {self.plan.budget}{baseline}"
+        self.progress()
 
     def on_result(self, step) -> None:
         self.record(step.params, step.source, step.measurement, step.template_name)
@@ -251,7 +267,7 @@ class AutotuneSession:
         return {"best_id": best_id, "best_speedup": run.get("best_speedup") if best_id else None,
                 "candidates": len(self.seen), "passing": len(self.passing), "spend": self.spend(),
                 "limits": {**self.plan.limits.to_dict(), "max_evals": self.plan.budget},
-                "stored_before": self.judged_before, "mode": MODE}
+                "stored_before": self.judged_before, "mode": MODE, "activity": self.activity, "done": self.done}
 
     def progress(self) -> None:
         if self.on_progress is not None:
@@ -341,6 +357,8 @@ class AutotuneSession:
 
         plan = self.plan
         best_id = self.best[1] if self.best else None
+        self.activity, self.done = f"finished ({status})", True
+        self.progress()
         self.store.update_run(plan.run_id, status=status, detail=detail, spend=self.spend())
         best_path = write_best(self.store, plan.run_id, plan.run_dir / BEST_FILE, best_id) if best_id else None
         snapshot = self.snapshot()

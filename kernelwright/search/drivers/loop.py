@@ -126,11 +126,18 @@ def node_row(node, objective: str) -> dict[str, Any]:
     return row
 
 
+def _waiting_on(running: dict[str, tuple[Ask, "asyncio.Task"]]) -> dict[str, int]:
+    """Asks in flight: LLM answers and evaluations."""
+    llm = sum(1 for ask, _ in running.values() if isinstance(ask, CompletionAsk))
+    return {"llm": llm, "judge": len(running) - llm}
+
+
 async def drive(engine: Engine, mirror: Mirror, *, completions: Answerer, evaluations: Answerer,
                 clock: Callable[[], float], on_progress: Callable[[dict], None] | None = None) -> DriveOutcome:
     """Answer asks until the engine is done or only pending asks remain."""
     outcome = DriveOutcome()
     running: dict[str, tuple[Ask, asyncio.Task]] = {}
+    said: dict[str, int] | None = None  # the asks in flight last told to on_progress
     try:
         while True:
             for ask in engine.ask():
@@ -141,6 +148,11 @@ async def drive(engine: Engine, mirror: Mirror, *, completions: Answerer, evalua
                 running[ask.id] = (to_run, asyncio.create_task(answerer.answer(to_run), name=ask.id))
             if not running:
                 break
+            if on_progress is not None:  # what the run waits for now (the CLI's heartbeat says it)
+                waiting = _waiting_on(running)
+                if waiting != said:
+                    said = waiting
+                    on_progress({**engine.snapshot(), "waiting_on": waiting})
             done, _ = await asyncio.wait([t for _, t in running.values()], return_when=asyncio.FIRST_COMPLETED)
             arrived = []
             for task in sorted(done, key=lambda t: _ask_number(t.get_name())):
@@ -157,7 +169,7 @@ async def drive(engine: Engine, mirror: Mirror, *, completions: Answerer, evalua
                 outcome.told += len(arrived)
                 mirror.sync_tree(engine)
                 if on_progress is not None:
-                    on_progress(engine.snapshot())
+                    on_progress({**engine.snapshot(), "waiting_on": _waiting_on(running)})
     finally:
         for _, task in running.values():
             task.cancel()
