@@ -27,6 +27,9 @@ SKILL_TAGS = (
 )
 
 ACTION, NOTICE = "action", "notice"
+ALONE_SHARE = 0.99  # a kernel with this share of the GPU time is the forward's only one
+PRODUCT_INTENSITY = 8.0  # FMA FLOPs per DRAM byte from which a kernel reuses its operands like a matrix product
+SHORT_KERNEL_NS = 5000.0  # below this a kernel's grid hardly matters: its launch costs as much
 
 
 @dataclass
@@ -115,10 +118,24 @@ def narrow_loads(ev: KernelEvidence) -> Finding | None:
     return _finding(ev, text, ["vectorized-access"], numbers, max(0.1, 1.0 - dram / 100.0))
 
 
+LSU_SHARE_MIN = 0.25  # ordinary loads must carry this share of the DRAM reads for their sector use to describe the kernel
+
+
 def uncoalesced(ev: KernelEvidence) -> Finding | None:
-    efficiency = ev.profile.get("gld_efficiency_pct")
-    if efficiency is None or efficiency >= 60.0 or not ev.profile.get("gld_requests"):
+    p = ev.profile
+    efficiency = p.get("gld_efficiency_pct")
+    if efficiency is None or efficiency >= 60.0 or not p.get("gld_requests"):
         return None
+    loaded, read = p.get("gld_bytes"), p.get("dram_read_bytes")
+    lsu_share = loaded / read if loaded is not None and read else None
+    if efficiency <= 0.0 or (lsu_share is not None and lsu_share < LSU_SHARE_MIN):
+        # TMA (cp.async.bulk) and library kernels read through paths the LSU counters do not see
+        seen = f"ordinary loads carry {lsu_share:.0%} of the bytes read from DRAM" if lsu_share is not None \
+            else "the counter reads exactly 0%"
+        return Finding(f"{_head(ev)} global-load sector use reads {efficiency:.0f}%, but {seen}: the rest goes "
+                       f"through TMA or other copy paths the counter does not see. A metric artifact, not "
+                       f"uncoalesced access.", kind=NOTICE, kernel=ev.profile.name,
+                       numbers={"gld_efficiency_pct": efficiency, **({"lsu_share": round(lsu_share, 4)} if lsu_share is not None else {})})
     text = (f"global loads use {efficiency:.0f}% of each 32-byte sector they fetch — make consecutive "
             f"threads read consecutive addresses.")
     return _finding(ev, text, ["coalescing"], {"gld_efficiency_pct": efficiency}, 1.0 - efficiency / 100.0)
@@ -130,9 +147,14 @@ def at_memory_roof(ev: KernelEvidence) -> Finding | None:
         return None
     moved = sum(v for v in (ev.profile.get("dram_read_bytes"), ev.profile.get("dram_write_bytes")) if v)
     amount = f" moving {moved / 1e6:.1f} MB per launch" if moved else ""
-    text = (f"DRAM at {dram:.0f}% of peak{amount}: the kernel is at the memory roof, only fewer bytes help — "
-            f"fuse it with neighbouring ops so intermediates never reach DRAM.")
     numbers = {"dram_pct": dram, "dram_bytes": moved or None}
+    if ev.share >= ALONE_SHARE:  # the forward's only kernel: there is nothing beside it to fuse
+        text = (f"DRAM at {dram:.0f}% of peak{amount}: the kernel is at the memory roof and does all of the "
+                f"forward's work — it gets faster only by moving fewer bytes (each input read once, each output "
+                f"written once, no second pass).")
+        return _finding(ev, text, ["roofline-speed-of-light"], numbers, 0.5)
+    text = (f"DRAM at {dram:.0f}% of peak{amount}: the kernel is at the memory roof, only fewer bytes help — "
+            f"fuse it with the other kernels of the forward so intermediates never reach DRAM.")
     tags = ["memory-bound-elementwise-fusion", "operator-fusion", "roofline-speed-of-light"]
     return _finding(ev, text, tags, numbers, 0.5)
 
@@ -186,7 +208,7 @@ def no_tensor_cores(ev: KernelEvidence) -> Finding | None:
         return None
     tensor, fma, sm = p.get("tensor_pct") or 0.0, p.get("fma_pct"), p.get("sm_pct") or 0.0
     sass_fp32 = ev.sass is not None and ev.sass.tensor_ops == 0 and ev.sass.fp32_ops > 0
-    if tensor >= 5.0 or not ((fma is not None and fma >= 40.0) or sass_fp32):
+    if tensor >= 5.0 or not ((fma is not None and fma >= 40.0) or sass_fp32) or not _does_products(ev):
         return None
     pipe = f"FMA pipe {fma:.0f}%" if fma is not None else "FP32 FMAs in the SASS"
     text = (f"SM busy {sm:.0f}% on FP32 arithmetic ({pipe}) while the tensor pipes are idle ({tensor:.0f}%) "
@@ -194,6 +216,27 @@ def no_tensor_cores(ev: KernelEvidence) -> Finding | None:
             f"reference computes in them; the judge measures the error).")
     numbers = {"sm_pct": sm, "fma_pct": fma, "tensor_pct": tensor}
     return _finding(ev, text, ["tensor-cores", "tf32-precision-policy", "tf32x3-split-gemm"], numbers, 0.8)
+
+
+def _fma_intensity(ev: KernelEvidence) -> float | None:
+    """FMA FLOPs per byte moved to or from DRAM (2 per FFMA thread instruction); None unmeasured."""
+    p = ev.profile
+    ffma, moved = p.get("ffma_thread_inst"), (p.get("dram_read_bytes") or 0.0) + (p.get("dram_write_bytes") or 0.0)
+    return 2.0 * ffma / moved if ffma is not None and moved > 0 else None
+
+
+def _does_products(ev: KernelEvidence) -> bool:
+    """Whether the kernel's own evidence shows matrix-product work that tensor cores could take: FMAs
+    reusing each DRAM byte many times, or (without those counters) FP32 math on shared-memory tiles.
+    A streaming kernel (elementwise, softmax, norms) reads each byte for a few FLOPs and has none."""
+    intensity = _fma_intensity(ev)
+    if intensity is not None:
+        return intensity >= PRODUCT_INTENSITY
+    return bool(ev.sass and ev.sass.shared_ops > 0 and ev.sass.fp32_ops > 0)
+
+
+def _uses_mma(ev: KernelEvidence) -> bool:
+    return (ev.profile.get("tensor_pct") or 0.0) >= 10.0 or bool(ev.sass and ev.sass.tensor_ops)
 
 
 def at_compute_roof(ev: KernelEvidence) -> Finding | None:
@@ -235,12 +278,18 @@ def small_grid(ev: KernelEvidence) -> Finding | None:
     waves, sms, blocks = p.get("waves"), p.get("sm_count"), p.blocks
     if ev.classification.bottleneck != Bottleneck.latency or waves is None or waves >= 1.0:
         return None
+    if p.duration_ns is not None and p.duration_ns < SHORT_KERNEL_NS:
+        return None  # a kernel of a few microseconds: its launch, not its grid, is the cost
     grid = f"grid of {blocks} block{'s' if blocks != 1 else ''}" if blocks else "the grid"
     on = f" on {sms:.0f} SMs" if sms else ""
-    text = (f"{grid}{on} fills {waves:.0%} of one wave — expose more parallel work: split the reduction "
-            f"dimension or use smaller tiles.")
-    return _finding(ev, text, ["split-k", "persistent-kernel"], {"waves": waves, "blocks": blocks, "sm_count": sms},
-                    1.0 - waves)
+    numbers = {"waves": waves, "blocks": blocks, "sm_count": sms}
+    if _uses_mma(ev):
+        text = (f"{grid}{on} fills {waves:.0%} of one wave — give the product more output tiles to run at once: "
+                f"smaller tiles, or split K across programs.")
+        return _finding(ev, text, ["split-k"], numbers, 1.0 - waves)
+    text = (f"{grid}{on} fills {waves:.0%} of one wave: most SMs idle — give the grid more programs (fewer "
+            f"elements or rows per program, or split the work each program loops over).")
+    return _finding(ev, text, [], numbers, 1.0 - waves)
 
 
 _OCCUPANCY_LIMITS = {
@@ -291,6 +340,16 @@ _STALL_ADVICE = {
 }
 
 
+# SASS opcodes by which a warp waits for its warpgroup's asynchronous MMAs (Hopper wgmma)
+_MMA_WAIT_OPS = ("WARPGROUP.DEPBAR", "WARPGROUP.ARRIVE", "WARPGROUP.WAIT")
+_MMA_WAIT = ("waiting for their warpgroup's asynchronous tensor-core MMAs to complete",
+             "keep more MMAs in flight behind the loads: more pipeline stages or a larger K tile, so the wait "
+             "overlaps the next tile's copies", ["async-copy-pipelining"])
+_MMA_BARRIER = ("waiting at block-wide barriers between the stages of a tiled product",
+                "synchronise less per K step: deeper multi-stage buffers (fewer barriers per tile) or larger K tiles",
+                ["async-copy-pipelining"])
+
+
 def dominant_stall(ev: KernelEvidence) -> Finding | None:
     p = ev.profile
     per_issue = p.get("warp_cycles_per_issue")
@@ -303,6 +362,11 @@ def dominant_stall(ev: KernelEvidence) -> Finding | None:
     if share < 0.3 or reason not in _STALL_ADVICE:
         return None
     what, advice, tags = _STALL_ADVICE[reason]
+    top_op = ev.hotspots[0].source.split()[0] if ev.hotspots and ev.hotspots[0].source.split() else ""
+    if top_op.startswith(_MMA_WAIT_OPS):  # the wait for asynchronous warpgroup MMAs, not a block barrier
+        what, advice, tags = _MMA_WAIT
+    elif reason == "barrier" and _uses_mma(ev):
+        what, advice, tags = _MMA_BARRIER
     text = (f"warps spend {share:.0%} of their {per_issue:.1f} cycles between instructions {what} "
             f"({reason.replace('_', ' ')}) — {advice}.")
     if ev.hotspots:

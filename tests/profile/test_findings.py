@@ -68,16 +68,63 @@ def test_compute_bound_gemm_near_roof_points_to_epilogue_fusion(kernels):
     assert "tensor pipes 89% busy" in found[0].text
 
 
+FP32_BUSY = {  # hand-written: a kernel whose CUDA cores are busy with FP32 FMAs, tensor pipes idle
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": 85.0,
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 40.0,
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": 78.0,
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": 0.0,
+    "dram__bytes_read.sum": 200e6, "dram__bytes_write.sum": 67e6,
+}
+
+
 def test_fp32_gemm_without_tensor_cores():
-    profile = KernelProfile("sgemm", metrics={
-        "sm__throughput.avg.pct_of_peak_sustained_elapsed": 85.0,
-        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 40.0,
-        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": 78.0,
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": 0.0,
-    })
+    """2 x 1.1e10 FMA FLOPs on 267 MB of DRAM traffic: operands reused like a matrix product."""
+    profile = KernelProfile("sgemm", metrics={**FP32_BUSY, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1.1e10})
     (finding,) = kernel_findings(evidence(profile, 0.9))
     assert finding.tags == ["tensor-cores", "tf32-precision-policy", "tf32x3-split-gemm"]
     assert "FMA pipe 78%" in finding.text and finding.impact == pytest.approx(0.9 * 0.8)
+
+
+def test_a_busy_streaming_kernel_is_not_told_to_use_tensor_cores():
+    """The same busy FMA pipe on a kernel that reads each byte for a few FLOPs (an erf-based GELU):
+    there is no matrix product to move to tensor cores (issue 31, point 4)."""
+    profile = KernelProfile("gelu_kernel", metrics={**FP32_BUSY, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 4e8})
+    assert not [f for f in kernel_findings(evidence(profile, 0.9)) if "tensor-cores" in f.tags]
+    unmeasured = KernelProfile("gelu_kernel", metrics=dict(FP32_BUSY))  # no FMA count, no SASS: no evidence either
+    assert not [f for f in kernel_findings(evidence(unmeasured, 0.9)) if "tensor-cores" in f.tags]
+
+
+def test_sector_use_of_tma_and_library_kernels_is_labelled_an_artifact():
+    """Hand-written counters in the shape ncu gives a TMA-fed GEMM: its few LSU loads (bias) read 0% or a
+    share of DRAM bytes the LSU never saw: a notice, not 'make consecutive threads read consecutive addresses'."""
+    base = {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 80.0,
+            "dram__throughput.avg.pct_of_peak_sustained_elapsed": 78.0,
+            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 1200.0, "dram__bytes_read.sum": 400e6}
+    for efficiency, lsu_bytes in ((0.0, 150e3), (12.5, 150e3)):
+        profile = KernelProfile("sm90_xmma_gemm_tma", metrics={
+            **base, "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct": efficiency,
+            "l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum": lsu_bytes})
+        found = kernel_findings(evidence(profile, 0.7))
+        assert not [f for f in found if "coalescing" in f.tags]
+        (artifact,) = [f for f in found if f.kind == NOTICE]
+        assert "A metric artifact, not uncoalesced access" in artifact.text
+
+
+def test_a_wgmma_wait_is_not_advised_as_a_block_barrier():
+    """Hand-written: a Hopper GEMM whose warps stall on `WARPGROUP.DEPBAR` (reported as a barrier stall)."""
+    from kernelwright.profile.hotspots import HotSpot
+
+    profile = KernelProfile("linear_kernel", grid=(264, 1, 1), metrics={
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": 35.0,
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed": 30.0,
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": 35.0,
+        "sm__warps_active.avg.pct_of_peak_sustained_active": 12.0, "launch__waves_per_multiprocessor": 2.0,
+        "smsp__average_warps_active_per_issue_active.ratio": 4.0,
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 1.4})
+    spot = HotSpot("0x100", "WARPGROUP.DEPBAR.LE gsb0, 0x0", 90.0, 0.3, stall="barrier")
+    stall = next(f for f in kernel_findings(evidence(profile, 1.0, hotspots=[spot])) if "cycles between" in f.text)
+    assert "asynchronous tensor-core MMAs" in stall.text and "shuffles" not in stall.text
+    assert stall.tags == ["async-copy-pipelining"]
 
 
 def test_latency_bound_serial_kernel_small_grid_and_stall_hotspot(kernels):
@@ -89,8 +136,9 @@ def test_latency_bound_serial_kernel_small_grid_and_stall_hotspot(kernels):
     })
     spots = parse_source_page((HANDWRITTEN / "source_page.csv").read_text())["serial_kernel"]
     found = kernel_findings(evidence(serial, 0.6, hotspots=spots))
-    grid = next(f for f in found if f.tags == ["split-k", "persistent-kernel"])
+    grid = next(f for f in found if "of one wave" in f.text)
     assert "grid of 1 block on 132 SMs fills 1% of one wave" in grid.text
+    assert grid.tags == []  # no matrix product: split-K and persistent grids do not apply
     stall = next(f for f in found if "async-copy-pipelining" in f.tags)
     assert "70% of their 20.0 cycles" in stall.text and "long scoreboard" in stall.text
     assert "`LDG.E R5, desc[UR4][R2.64]` with 78% of the stall samples" in stall.text

@@ -189,7 +189,27 @@ def test_scalar_add_gets_the_vectorise_finding():
 def test_one_program_serial_loop_gets_the_small_grid_finding():
     serial = _merged("latency")
     found = kernel_findings(KernelEvidence(serial, classify_kernel(serial), 1.0))
-    assert any("split-k" in f.tags for f in found), [f.line() for f in found]
+    grid = [f for f in found if "of one wave" in f.text]
+    assert grid and "give the grid more programs" in grid[0].text, [f.line() for f in found]
+    assert not {"split-k", "persistent-kernel"} & {t for f in found for t in f.tags}  # a serial loop is no product
+
+
+def test_a_microsecond_fill_is_not_told_to_split_its_reduction():
+    """The launch case's 1-block fill (2.6 us) is launch cost, not a grid to widen (issue 31, point 4)."""
+    fill = _merged("launch")
+    assert fill.duration_ns < 5000
+    found = kernel_findings(KernelEvidence(fill, classify_kernel(fill), 1.0))
+    assert not [f for f in found if "of one wave" in f.text or "split-k" in f.tags]
+
+
+def test_the_only_kernel_at_the_memory_roof_is_not_told_to_fuse_with_neighbours():
+    add = _merged("memory")
+    alone = kernel_findings(KernelEvidence(add, classify_kernel(add), 1.0))
+    roof = next(f for f in alone if "memory roof" in f.text)
+    assert "does all of the forward's work" in roof.text and "fuse" not in roof.text
+    assert roof.tags == ["roofline-speed-of-light"]
+    beside = kernel_findings(KernelEvidence(add, classify_kernel(add), 0.4))  # the same kernel among others
+    assert "operator-fusion" in next(f for f in beside if "memory roof" in f.text).tags
 
 
 def test_pointer_chase_stalls_on_the_instruction_that_needs_the_loaded_index():
