@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kernelwright.llm.types import CompletionRequest, Message
-from kernelwright.rules import prompt_markdown
+from kernelwright.rules import precision, prompt_markdown
 
 from . import citations, software, templates
 from .context import ContextReport, Section, estimate_tokens, fit_sections
@@ -61,7 +61,8 @@ class Agent:
                 "device": ctx.device or "unknown", "target": ctx.target, "interpreter": runs_in_interpreter(ctx),
                 "example": example, "role_template": self.role_template, "format_template": self.format_template,
                 "rules": ctx.rules, "judged_how": prompt_markdown(ctx.rules, str(ctx.extra.get("tolerances") or "")),
-                "triton_support": software.triton_support(ctx.target) if ctx.target is not None else {}}
+                "triton_support": software.triton_support(ctx.target) if ctx.target is not None else {},
+                "precision_section": precision.prompt_section() if ctx.extra.get("float32_products") else ""}
 
     def render(self, ctx: AgentContext) -> list[Message]:
         return self.assemble(ctx)[0]
@@ -82,19 +83,32 @@ class Agent:
         # task by which sections it shows): dropping one later only shortens it
         glue = templates.render(self.env, self.template, s=_Blocks({s.group: " " for s in sections}), **variables)
         fixed = estimate_tokens(system) + estimate_tokens(glue) + 2 * MESSAGE_OVERHEAD_TOKENS
-        for _ in range(MAX_REFITS):
-            fitted = fit_sections(sections, ctx.token_budget, fixed)
-            user = templates.render(self.env, self.template, s=_Blocks(fitted.texts), **variables)
-            total = estimate_tokens(system) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
-            if total <= ctx.token_budget or fitted.report.over_budget:
-                break
-            fixed += total - ctx.token_budget  # the layout's glue cost more than measured empty
+        fitted, total = self._fit(ctx, sections, system, fixed, variables)
+        if total < ctx.token_budget and (fitted.report.dropped or fitted.report.truncated):
+            # the glue of what was kept may be shorter than that of every section: offer the difference
+            kept = templates.render(self.env, self.template, s=_Blocks({g: " " for g in fitted.texts}), **variables)
+            tighter = estimate_tokens(system) + estimate_tokens(kept) + 2 * MESSAGE_OVERHEAD_TOKENS
+            if tighter < fixed:
+                again, again_total = self._fit(ctx, sections, system, tighter, variables)
+                if again_total <= ctx.token_budget and not again.report.over_budget:
+                    fitted, total = again, again_total
         system, user = self._cite_shown_only(ctx, system, fitted.texts, variables)
         total = estimate_tokens(system) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
         report = fitted.report
         report.used_tokens = total
         report.over_budget = total > ctx.token_budget
         return [Message("system", system), Message("user", user)], report
+
+    def _fit(self, ctx: AgentContext, sections: list[Section], system: str, fixed: int, variables: dict):
+        """(fitted sections, total tokens) for a fixed cost, refitted while the layout's glue costs more."""
+        for _ in range(MAX_REFITS):
+            fitted = fit_sections(sections, ctx.token_budget, fixed)
+            user = templates.render(self.env, self.template, s=_Blocks(fitted.texts), **variables)
+            total = estimate_tokens(system) + estimate_tokens(user) + 2 * MESSAGE_OVERHEAD_TOKENS
+            if total <= ctx.token_budget or fitted.report.over_budget:
+                break
+            fixed += total - ctx.token_budget  # the layout's glue cost more than measured
+        return fitted, total
 
     def _cite_shown_only(self, ctx: AgentContext, system: str, texts: dict, variables: dict) -> tuple[str, str]:
         """System and user text whose skill citations point only at the skills shown (citations.py)."""

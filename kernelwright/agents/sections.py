@@ -8,6 +8,8 @@ from typing import Any, Iterable
 
 import jinja2
 
+from kernelwright.rules import precision
+
 from . import templates
 from .context import REQUIRED, Section, trim_text
 from .types import AgentContext, CandidateView
@@ -25,7 +27,8 @@ def _frame(env: jinja2.Environment, template: str, **variables: Any):
 
 def task(env: jinja2.Environment, ctx: AgentContext) -> Section:
     """The reference program: the one thing no prompt can do without, never cut."""
-    return Section("task", REQUIRED, ctx.problem_source, _frame(env, "task", ctx=ctx), trim="none")
+    return Section("task", REQUIRED, ctx.problem_source,
+                   _frame(env, "task", ctx=ctx, floor_phrase=precision.floor_phrase), trim="none")
 
 
 def note(env, name: str, template: str, priority: int = REQUIRED, **variables: Any) -> Section:

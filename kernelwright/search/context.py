@@ -12,7 +12,7 @@ import re
 from typing import Any, Callable, Iterable, Mapping
 
 from kernelwright.agents.types import AgentContext, Attempt, CandidateView, VerdictView
-from kernelwright.memory.ranking import SkillQuery
+from kernelwright.memory.ranking import PRODUCT_KINDS, SkillQuery
 from kernelwright.memory.trajectory import Trajectory
 
 from .problem_info import ProblemInfo
@@ -159,6 +159,8 @@ class ContextBuilder:
             extra["reference_work"] = dict(self.problem.work)
         if self.problem.mode_layers:
             extra["mode_layers"] = list(self.problem.mode_layers)
+        if (self.problem.dtypes or ["float32"])[0] == "float32" and PRODUCT_KINDS & set(self.problem.op_kinds):
+            extra["float32_products"] = True  # the prompt carries the precision facts of float32 products
         floor = self.expected_floor()
         if floor is not None:
             extra["floor"] = floor

@@ -86,7 +86,7 @@ def test_planner_sees_candidate_verdict_findings_digest_skills_and_answer_format
 def test_planner_shows_best_separately_when_the_parent_is_another_candidate(fused_context):
     report = Planner().request(fused_context).metadata["context"]
     assert {"base_code", "best_verdict", "failure"} <= set(report["included"])
-    small = dataclasses.replace(fused_context, token_budget=3200)
+    small = dataclasses.replace(fused_context, token_budget=3400)
     report = Planner().request(small).metadata["context"]
     assert "best_code" in report["dropped"]  # the older, lower-priority code goes first
     assert "failure" in report["included"] + report["truncated"]
