@@ -191,6 +191,49 @@ def check_environment(backend: str, eval_mode: str | None, device: str) -> None:
         raise EnvironmentMissing("this machine cannot judge the candidates:\n" + "\n".join(f"  {m}" for m in missing))
 
 
+# bytes one call moves at the sizes judged on a CPU above which the Triton interpreter takes minutes
+# per candidate: the shipped examples move about 0.25 MB and are judged in 5-20 s on a 2-core CPU;
+# the interpreter's time grows with the data, so 4 MB is about a minute idle and several loaded
+INTERPRETER_BYTES = 4 * 2**20
+EXAMPLE_BYTES = 2**18  # what the shipped examples move per call: a size that judges in seconds
+
+
+def cpu_size_warning(problem_path: str, options) -> str | None:
+    """Before a run judged here on a CPU: a warning when the problem, at the sizes judged on the CPU
+    (shrunk from its GPU sizes), is large enough for the Triton interpreter to take minutes per
+    candidate (and for a stage to run into the judge's timeout); None when it is small, judged
+    elsewhere or on a GPU, or does not load (the run says why)."""
+    if (options.eval_mode or "local") != "local" or str(options.judge.device).startswith("cuda"):
+        return None
+    import torch
+
+    if options.judge.device == "auto" and torch.cuda.is_available():
+        return None
+    from kernelwright.problem import load_problem
+    from kernelwright.problem.footprint import measure
+    from kernelwright.problem.shrink import size_constants
+
+    try:
+        problem = load_problem(problem_path, overrides={**options.judge.overrides, **options.overrides},
+                               shrink=options.judge.shrink is not False)
+        moved = measure(problem).bytes
+    except Exception:  # noqa: BLE001 -- a broken problem is the run's to report, with its own words
+        return None
+    if moved < INTERPRETER_BYTES:
+        return None
+    sizes = size_constants(problem)
+    shown = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its own sizes"
+    hint = ""
+    if sizes:
+        name = max(sizes, key=sizes.get)
+        smaller = max(8, 1 << max(0, (sizes[name] * EXAMPLE_BYTES // moved).bit_length() - 1))  # a power of 2
+        hint = f" For a quick run give smaller sizes, e.g. --set {name}={smaller}."
+    shrunk = " (shrunk from its GPU sizes)" if problem.shrunk else ""
+    return (f"{problem.name} is large for a CPU: at the sizes judged here{shrunk}, {shown}, one call moves "
+            f"{moved / 2**20:.1f} MB, and the Triton interpreter may take several minutes per candidate; the judge "
+            f"stops a stage after {options.judge.timeout_s:g} s and fails the candidate.{hint}")
+
+
 def announce_without_llm() -> None:
     console.print("[yellow]no LLM configured: tuning the built-in kernel templates instead[/] "
                   "(pass --llm SPEC to let the agents write kernels)", soft_wrap=True)
@@ -421,6 +464,9 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
             check_environment(options.backend, options.eval_mode, options.judge.device)
             if no_model and not quiet:
                 announce_without_llm()
+            warning = cpu_size_warning(targets[0], options) if suite is None else None
+            if warning:
+                console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
             if suite is not None:
                 return run_suite(suite[0], options, quiet, no_model, json_out, label=suite[1])
             outcome = _run_one(options, quiet, no_model)

@@ -235,3 +235,39 @@ def test_quiet_prints_only_the_outcome(user, fake_tuner):
     assert result.stdout.startswith("done: ") and "run folder: " in result.stdout
     loud = runner.invoke(app, ["optimize", str(EXAMPLE), "--max-evals", "2"])
     assert "no LLM configured" in loud.stderr and "instances (2 / 2 judged)" in loud.stderr
+
+
+def test_a_problem_large_for_the_cpu_interpreter_is_warned_about_before_any_work(user, fake_tuner):
+    big = user / "big_relu.py"
+    big.write_text(TINY_SIZED.format(size=2**20))  # 4 MB in, 4 MB out: fits the CPU shrink budget as it is
+    result = runner.invoke(app, ["optimize", str(big), "--max-evals", "1", "--quiet", "--set", "judge.device=cpu"])
+    assert result.exit_code == 0, result.output
+    warning = result.stderr
+    assert warning.startswith("warning: big_relu is large for a CPU: at the sizes judged here, size=1048576, one "
+                              "call moves 8.0 MB") and "--set size=32768" in warning
+    assert "stops a stage after 300 s" in warning
+    small = runner.invoke(app, ["optimize", str(big), "--max-evals", "1", "--quiet", "--set", "size=4096",
+                                "--set", "judge.device=cpu"])
+    assert small.exit_code == 0 and small.stderr == ""
+    elsewhere = runner.invoke(app, ["optimize", str(big), "--max-evals", "1", "--quiet", "--eval", "batch"])
+    assert "large for a CPU" not in elsewhere.output  # judged on the GPU side
+
+
+TINY_SIZED = """import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+size = {size}
+
+
+def get_inputs():
+    return [torch.rand(size)]
+
+
+def get_init_inputs():
+    return []
+"""

@@ -2,6 +2,7 @@
 "done"; the work's own exception comes back unchanged; a broken client never stops the work."""
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
@@ -12,18 +13,26 @@ from kernelwright.mcp.progress import Progress, run_blocking
 
 class FakeContext:
     def __init__(self, fail: bool = False):
+        self.three = threading.Event()
         self.sent, self.fail = [], fail
 
     async def report_progress(self, progress, total, message):
         if self.fail:
             raise RuntimeError("session closed")
         self.sent.append((progress, message))
+        if len(self.sent) >= 3:
+            self.three.set()
 
 
 def test_notifications_increase_strictly_while_the_work_runs():
     ctx = FakeContext()
-    steps = iter(["load", "check", "check", "time"] + ["time"] * 20)
-    value = anyio.run(lambda: run_blocking(ctx, lambda: time.sleep(1.2) or 42, lambda: next(steps), interval=0.2))
+    steps = iter(["load", "check", "check", "time"] + ["time"] * 2000)
+
+    def work() -> int:  # runs until three notifications went out (bounded), however slow the machine
+        assert ctx.three.wait(60), "fewer than three notifications in 60 s"
+        return 42
+
+    value = anyio.run(lambda: run_blocking(ctx, work, lambda: next(steps), interval=0.05))
     assert value == 42
     values = [v for v, _ in ctx.sent]
     assert len(values) >= 4 and all(b > a for a, b in zip(values, values[1:], strict=False))
