@@ -42,7 +42,7 @@ class Analyst(Agent):
                   sections.failure(env, ctx, 20), sections.tried(env, ctx, 40, in_progress=True)]
         if best is not None:
             chosen.append(sections.candidate_verdict(env, self.name, best, "best_verdict", 30))
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend)
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend, only=("When",))
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Diagnosis | ParseFailure:

@@ -1,7 +1,8 @@
 """Coder: writes the complete ModelNew module that carries out a plan (or a first version).
 
 It sees the reference, the plan, the code it starts from, and the skills the plan cites ahead of
-other context; it answers with one fenced python block, checked before it costs a judge run.
+other context (with a plan, not the verdict, diagnosis and digest the Planner weighed: the plan is
+their conclusion); it answers with one fenced python block, checked before it costs a judge run.
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ class Coder(Agent):
     default_max_tokens = 8192
     default_temperature = 0.2
 
-    def __init__(self, *args, backend: str | None = None, **kwargs) -> None:
+    def __init__(self, *args, backend: str | None = None, max_skills: int = 3, **kwargs) -> None:
         """`backend` fixes what `parse` checks for; None accepts either backend's kernel form."""
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, max_skills=max_skills, **kwargs)
         self.backend = checked_backend(backend)
 
     def sections(self, ctx: AgentContext) -> list[Section]:
@@ -33,14 +34,19 @@ class Coder(Agent):
         base, _ = base_and_best(ctx)
         cited = ctx.plan.skill_tags if isinstance(ctx.plan, Plan) else []
         chosen = [sections.task(env, ctx), sections.plan(env, ctx, REQUIRED), sections.attempt(env, ctx)]
+        planned = ctx.plan is not None
         if base is not None:
             # a plan's steps point into this code, so with a plan it cannot be left out
-            code_priority = REQUIRED if ctx.plan is not None else 10
-            chosen += [sections.candidate_code(env, self.name, base, "base_code", code_priority),
-                       sections.candidate_verdict(env, self.name, base, "base_verdict", 30)]
+            chosen.append(sections.candidate_code(env, self.name, base, "base_code", REQUIRED if planned else 10))
+            if not planned:  # with a plan, the verdict, diagnosis and digest are what the planner weighed
+                chosen.append(sections.candidate_verdict(env, self.name, base, "base_verdict", 30))
         chosen += sections.skills(env, ctx.skills, 50, self.max_skills,
-                                  preferred=cited, preferred_priority=20, backend=ctx.backend)
-        chosen += [sections.failure(env, ctx, 35), sections.analysis(env, ctx, 40), sections.tried(env, ctx, 60)]
+                                  preferred=cited, preferred_priority=20, backend=ctx.backend,
+                                  only=("Pitfalls",) if cited else (),
+                                  only_cited=("Steps", "Pitfalls", "Example"))
+        chosen.append(sections.failure(env, ctx, 35))
+        if not planned:
+            chosen += [sections.analysis(env, ctx, 40), sections.tried(env, ctx, 60)]
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str, backend: str | None = None) -> Code | ParseFailure:

@@ -27,7 +27,7 @@ class Planner(Agent):
     default_max_tokens = 2048
     default_temperature = 0.7  # plans are where diversity pays; the Coder stays conservative
 
-    def __init__(self, *args, known_skills=None, max_skills: int = 5, **kwargs) -> None:
+    def __init__(self, *args, known_skills=None, max_skills: int = 4, **kwargs) -> None:
         """`known_skills`: the library's skill names; only citations of these become skill tags."""
         super().__init__(*args, max_skills=max_skills, **kwargs)
         self.known_skills = frozenset(known_skills) if known_skills is not None else None
@@ -43,7 +43,7 @@ class Planner(Agent):
         if best is not None:  # what the best candidate already does: a plan must not rebuild it
             chosen += [sections.code_diff(env, self.name, base, best, "best_code", 12),
                        sections.candidate_verdict(env, self.name, best, "best_verdict", 16)]
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend)
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend, only=("When", "Steps"))
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Plan | ParseFailure:

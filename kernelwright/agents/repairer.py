@@ -19,7 +19,7 @@ class Repairer(Agent):
     name = "repairer"
     title = "Repairer"
     template = "repairer.md.j2"
-    show_example = True
+    show_example = False  # it has the failing module itself: the answer's form is known
     default_max_tokens = 8192
     default_temperature = 0.0  # a fix should be the likeliest one, not a creative one
 

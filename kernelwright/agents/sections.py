@@ -176,14 +176,16 @@ def for_backend(body: str, backend: str | None) -> str:
 
 def skills(env, items: Iterable[Any], priority: int, limit: int,
            preferred: Iterable[str] = (), preferred_priority: int | None = None,
-           backend: str | None = None, only: str = "") -> list[Section]:
+           backend: str | None = None, only: str | tuple[str, ...] = (),
+           only_cited: str | tuple[str, ...] = ()) -> list[Section]:
     """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.
 
     Skills named in `preferred` (those a plan cites) come first, at `preferred_priority`, and are
     exempt from the limit. The sections form a chain: when one does not fit, it and every skill
     ranked below it are left out, so a prompt drops the lowest-ranked skills and never cuts one.
     With `backend`, each skill shows the examples of that backend (`for_backend`); with `only`, just
-    the text of its `## <only>` section (a Repairer reads the Pitfalls).
+    the text of those `## ` sections of each skill (a Planner reads When and Steps, a Repairer the
+    Pitfalls), and with `only_cited` those of the skills its plan cites (a Coder: Steps to Example).
     """
     preferred = list(dict.fromkeys(preferred))
     items = [i for i in items if str(getattr(i, "body", "") or "").strip()]
@@ -195,8 +197,9 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
         base = preferred_priority if item in cited else priority
         name = _name(item)
         frame = _frame(env, "skill", name=name, title=str(getattr(item, "title", "") or name))
-        body = str(getattr(item, "body", "")).strip()
-        body = _section_text(body, only) if only else _demote_headings(for_backend(body, backend))
+        body = for_backend(str(getattr(item, "body", "")).strip(), backend)
+        wanted = only_cited if item in cited and only_cited else only
+        body = _section_text(body, wanted) if wanted else _demote_headings(body)
         if not body:
             continue
         sections.append(Section(f"skill:{name}", base + rank, body, frame, trim="none", group="skills",
@@ -204,18 +207,25 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
     return sections
 
 
-def _section_text(body: str, heading: str) -> str:
-    """The text under `## heading` of a skill body ('' when it has none); code blocks stay whole."""
-    lines, keep, fenced = [], False, False
+def _section_text(body: str, headings: str | tuple[str, ...]) -> str:
+    """The text under the `## heading`s of a skill body, in the skill's order ('' when it has none):
+    one heading's text alone, several under their `### ` headings; code blocks stay whole."""
+    wanted = {h.lower() for h in ((headings,) if isinstance(headings, str) else headings)}
+    parts: list[tuple[str, list[str]]] = []
+    fenced = False
     for line in body.splitlines():
         if line.lstrip().startswith("```"):
             fenced = not fenced
         if not fenced and line.startswith("## "):
-            keep = line[3:].strip().lower() == heading.lower()
+            parts.append((line[3:].strip(), []))
             continue
-        if keep:
-            lines.append(line)
-    return "\n".join(lines).strip()
+        if parts:
+            parts[-1][1].append(line)
+    kept = [(title, "\n".join(lines).strip()) for title, lines in parts if title.lower() in wanted]
+    kept = [(title, text) for title, text in kept if text]
+    if len(wanted) == 1:
+        return kept[0][1] if kept else ""
+    return "\n\n".join(f"### {title}\n\n{text}" for title, text in kept)
 
 
 def _name(item: Any) -> str:

@@ -41,8 +41,10 @@ def pattern_kinds(op_kinds: Iterable[str]) -> tuple[str, ...]:
     return tuple(kinds)
 
 
-def verdict_view(node: Node, objective: str) -> VerdictView | None:
-    """The measured evidence of a judged node as prompts show it (None before it is judged)."""
+def verdict_view(node: Node, objective: str, floor: Mapping[str, Any] | None = None) -> VerdictView | None:
+    """The measured evidence of a judged node as prompts show it (None before it is judged). With
+    `floor` (the one floor the prompt quotes), its percentage of the speed of light is taken against
+    that floor, and a different floor the judge used for it is kept as `floor["judged_ms"]`."""
     result = node.eval
     if result is None:
         return None
@@ -54,18 +56,33 @@ def verdict_view(node: Node, objective: str) -> VerdictView | None:
         trials_total=result.trials_total, margin=result.margin, median_ms=result.median_ms,
         iqr_ms=result.iqr_ms, timed_calls=result.timed_calls, timing_method=result.timing_method,
         timing_note=result.timing_note, l2_flushed=result.l2_flushed, baselines=dict(result.baseline_ms),
-        speedups=dict(result.speedup), floor=dict(result.floor), kernels=list(kernels.get("kernels") or []),
+        speedups=dict(result.speedup), floor=_against(result, floor), kernels=list(kernels.get("kernels") or []),
         kernels_note=str(kernels.get("reason") or ""), profile=dict(result.profile),
         findings=list(result.findings), error=error, fault=dict(result.fault))
 
 
-def candidate_view(node: Node, objective: str, trajectory: Trajectory | None = None) -> CandidateView:
+FLOOR_AGREES = 0.01  # floors within 1% are the same floor
+
+
+def _against(result, floor: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A verdict's floor fields restated against the prompt's one floor."""
+    own = dict(result.floor)
+    if not floor or not floor.get("floor_ms") or not own.get("floor_ms") or not result.median_ms:
+        return own
+    restated = {**own, "floor_ms": floor["floor_ms"], "pct_of_floor": floor["floor_ms"] / result.median_ms * 100}
+    if abs(own["floor_ms"] - floor["floor_ms"]) > FLOOR_AGREES * floor["floor_ms"]:
+        restated["judged_ms"] = own["floor_ms"]
+    return restated
+
+
+def candidate_view(node: Node, objective: str, trajectory: Trajectory | None = None,
+                   floor: Mapping[str, Any] | None = None) -> CandidateView:
     findings = list(node.eval.findings) if node.eval else []
     made_from = node.search_parent if node.search_parent and node.search_parent != ROOT_ID else ""
     dead = trajectory.why_dead(node.approach_key) if trajectory is not None and node.approach_key else ""
     return CandidateView(id=node.id, code=node.code or "", status=node.status,
                          speedup=node.speedup(objective), summary=node.summary(objective),
-                         findings=findings, verdict=verdict_view(node, objective), tuned=node.tuned,
+                         findings=findings, verdict=verdict_view(node, objective, floor), tuned=node.tuned,
                          approach=node.approach_key if node.action != "tune" else "", made_from=made_from,
                          dead_end=dead)
 
@@ -135,11 +152,14 @@ class ContextBuilder:
               skills: list | None = None, attempt: Attempt | None = None) -> AgentContext:
         """The context for `agent` working from `parent` (None or the root for a draft)."""
         objective = self.settings.objective
-        parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective, trajectory)
+        extra = self._extra(tree)
+        floor = extra.get("floor")
+        parent_view = None if parent is None or parent.id == ROOT_ID else candidate_view(parent, objective, trajectory,
+                                                                                        floor)
         best = tree.best(objective)
         best_view = None
         if best is not None and (parent is None or best.id != parent.id):
-            best_view = candidate_view(best, objective, trajectory)
+            best_view = candidate_view(best, objective, trajectory, floor)
         digest = trajectory.digest(self.settings.digest_items, self.settings.digest_chars)
         return AgentContext(
             problem_name=self.problem.name, problem_source=self.problem.source,
@@ -147,11 +167,11 @@ class ContextBuilder:
             op_kinds=list(self.problem.op_kinds), bottleneck=self._bottleneck(parent),
             best=best_view, parent=parent_view, failure=failure, tried_digest=digest.rstrip(),
             skills=list(skills or []), plan=plan, analysis=parent.diagnosis if parent is not None else None,
-            token_budget=self.settings.context_tokens, extra=self._extra(), target=self.target,
+            token_budget=self.settings.context_tokens, extra=extra, target=self.target,
             in_progress=in_progress_lines(in_progress), attempt=attempt,
         )
 
-    def _extra(self) -> dict[str, Any]:
+    def _extra(self, tree: Tree | None = None) -> dict[str, Any]:
         extra = dict(self.extra)
         if self.problem.reference:
             extra["reference"] = dict(self.problem.reference)
@@ -161,7 +181,7 @@ class ContextBuilder:
             extra["mode_layers"] = list(self.problem.mode_layers)
         if (self.problem.dtypes or ["float32"])[0] == "float32" and PRODUCT_KINDS & set(self.problem.op_kinds):
             extra["float32_products"] = True  # the prompt carries the precision facts of float32 products
-        floor = self.expected_floor()
+        floor = self.run_floor(tree)
         if floor is not None:
             extra["floor"] = floor
         return extra
@@ -197,6 +217,20 @@ class ContextBuilder:
         if not tiles or not sms:
             return None
         return "few" if tiles < sms else "waves" if tiles < WAVES_MANY * sms else "many"
+
+    def run_floor(self, tree: Tree | None) -> dict[str, Any] | None:
+        """The one floor a prompt quotes: the judge's, once a verdict carries one (from measured
+        peaks where any verdict's are, the lowest of those: peaks measured while the GPU was shared
+        come out low and their floors high), else the floor expected from the target's ceilings."""
+        judged = [n.eval.floor for n in (tree or []) if n.eval is not None
+                  and all((n.eval.floor or {}).get(k) for k in ("floor_ms", "bytes", "peak_gbps"))]
+        measured = [f for f in judged if f.get("peak_source") == "measured"] or judged
+        if not measured:
+            return self.expected_floor()
+        chosen = min(measured, key=lambda f: f["floor_ms"])
+        keys = ("floor_ms", "bound", "bytes", "flops", "peak_kind", "peak_tflops", "peak_gbps", "peak_source")
+        return {**{k: chosen.get(k) for k in keys}, "judged": True,
+                "backward": bool((self.problem.reference or {}).get("backward"))}
 
     def expected_bound(self) -> str | None:
         """"memory" or "compute": the side of the speed-of-light floor the problem's bytes and FLOPs

@@ -557,7 +557,7 @@ class Engine:
 
     def _record(self, node: Node, outcome: str) -> None:
         speed = node.speedup(self.settings.objective)
-        reason = self._no_gain_reason(node) if outcome == "slower" else (node.reason or "").strip()
+        reason = self._no_gain_reason(node) if outcome == "slower" else (node.reason or "").strip().split("\n\n")[0]
         time = node.eval.median_ms if node.eval is not None and node.eval.passed else None
         self.trajectory.add(TrajectoryEntry(
             candidate_id=node.id, parent_id=node.parent_id, action=node.action, plan=node.plan,

@@ -151,7 +151,8 @@ def failure_text(verdict) -> str:
         errs = ", ".join(f"{name}={value:.3g}" for name, value in (
             ("max_abs_err", trial.max_abs_err), ("max_rel_err", trial.max_rel_err),
             ("rel_l2_err", trial.rel_l2_err)) if value is not None)
-        detail = "; ".join(x for x in (trial.message, errs, "" if trial.shape_ok else "wrong shape",
+        message = trial.message if trial.message and trial.message not in (verdict.error or "") else ""
+        detail = "; ".join(x for x in (message, errs, "" if trial.shape_ok else "wrong shape",
                                           "" if trial.dtype_ok else "wrong dtype",
                                           "non-finite values" if trial.nonfinite else "") if x)
         parts.append(f"Trial {trial.trial} (inputs: {trial.variant}) failed: {detail}")

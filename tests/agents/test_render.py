@@ -61,12 +61,23 @@ def test_system_prompt_carries_the_rendered_rules_of_the_run(rules, relu_context
     assert all(f"Rule set: `{other}`" not in text for other in others)
 
 
-def test_code_writing_agents_get_the_worked_example_of_their_backend(relu_context, fused_context):
-    for agent_cls in (Coder, Repairer):
-        assert "def scaled_add_kernel" in system_text(agent_cls().request(relu_context))
-        assert "scaled_add_ext = load_inline" in system_text(agent_cls().request(fused_context))
-    for agent_cls in (Planner, Analyst):
-        assert "scaled_add" not in system_text(agent_cls().request(relu_context))
+def test_a_first_version_coder_gets_the_worked_example_of_its_backend(relu_context, fused_context):
+    """The example shows the answer's form to a Coder with no code to start from; with a candidate or
+    a failing module in front of them, the Coder and the Repairer already see that form."""
+    for ctx, marker in ((relu_context, "def scaled_add_kernel"), (fused_context, "scaled_add_ext = load_inline")):
+        first = dataclasses.replace(ctx, parent=None, best=None, failure=None)
+        assert marker in user_text(Coder().request(first)) and marker not in system_text(Coder().request(first))
+    assert "# Worked example" not in user_text(Coder().request(relu_context))  # it has code to start from
+    for agent_cls in (Planner, Analyst, Repairer):
+        assert "scaled_add" not in system_text(agent_cls().request(relu_context)) + user_text(agent_cls().request(relu_context))
+
+
+def test_the_system_message_is_the_same_for_every_agent_of_a_run(relu_context):
+    """A stable shared prefix (issue 31, point 9): the role, the evidence and the task are in the user message."""
+    systems = {system_text(agent_cls().request(relu_context)) for agent_cls in AGENTS}
+    assert len(systems) == 1
+    for agent_cls in AGENTS:
+        assert user_text(agent_cls().request(relu_context)).startswith(f"# Your role: {agent_cls.title}\n")
 
 
 def test_planner_sees_candidate_verdict_findings_digest_skills_and_answer_format(relu_context):
@@ -94,7 +105,7 @@ def test_planner_shows_best_separately_when_the_parent_is_another_candidate(fuse
 
 def test_tiny_budget_keeps_the_failure_and_drops_skills(fused_context):
     for agent_cls in (Planner, Coder):
-        ctx = dataclasses.replace(fused_context, token_budget=3300)
+        ctx = dataclasses.replace(fused_context, token_budget=3500)
         request = agent_cls().request(ctx)
         report = request.metadata["context"]
         assert "failure" in report["included"], agent_cls.name
