@@ -42,7 +42,7 @@ class Coder(Agent):
                 chosen.append(sections.candidate_verdict(env, self.name, base, "base_verdict", 30))
         chosen += sections.skills(env, ctx.skills, 50, self.max_skills,
                                   preferred=cited, preferred_priority=20, backend=ctx.backend,
-                                  only=("Pitfalls",) if cited else (),
+                                  only=("Pitfalls",) if planned else (),
                                   only_cited=("Steps", "Pitfalls", "Example"))
         chosen.append(sections.failure(env, ctx, 35))
         if not planned:

@@ -43,7 +43,8 @@ class Planner(Agent):
         if best is not None:  # what the best candidate already does: a plan must not rebuild it
             chosen += [sections.code_diff(env, self.name, base, best, "best_code", 12),
                        sections.candidate_verdict(env, self.name, best, "best_verdict", 16)]
-        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend, only=("When", "Steps"))
+        chosen += sections.skills(env, ctx.skills, 50, self.max_skills, backend=ctx.backend, only=("When", "Steps"),
+                                  brief=("When",), brief_after=2)
         return [s for s in chosen if s is not None]
 
     def parse(self, text: str) -> Plan | ParseFailure:

@@ -177,7 +177,8 @@ def for_backend(body: str, backend: str | None) -> str:
 def skills(env, items: Iterable[Any], priority: int, limit: int,
            preferred: Iterable[str] = (), preferred_priority: int | None = None,
            backend: str | None = None, only: str | tuple[str, ...] = (),
-           only_cited: str | tuple[str, ...] = ()) -> list[Section]:
+           only_cited: str | tuple[str, ...] = (), brief: str | tuple[str, ...] = (),
+           brief_after: int = 0) -> list[Section]:
     """One section per skill, always whole: ranked as given (the search's ranking), at most `limit`.
 
     Skills named in `preferred` (those a plan cites) come first, at `preferred_priority`, and are
@@ -185,7 +186,9 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
     ranked below it are left out, so a prompt drops the lowest-ranked skills and never cuts one.
     With `backend`, each skill shows the examples of that backend (`for_backend`); with `only`, just
     the text of those `## ` sections of each skill (a Planner reads When and Steps, a Repairer the
-    Pitfalls), and with `only_cited` those of the skills its plan cites (a Coder: Steps to Example).
+    Pitfalls), and with `only_cited` those of the skills its plan cites (a Coder: Steps to Example);
+    from the `brief_after`-th skill on (when set), only the `brief` sections (a Planner reads the
+    Steps of its first two skills and when the others apply).
     """
     preferred = list(dict.fromkeys(preferred))
     items = [i for i in items if str(getattr(i, "body", "") or "").strip()]
@@ -199,6 +202,8 @@ def skills(env, items: Iterable[Any], priority: int, limit: int,
         frame = _frame(env, "skill", name=name, title=str(getattr(item, "title", "") or name))
         body = for_backend(str(getattr(item, "body", "")).strip(), backend)
         wanted = only_cited if item in cited and only_cited else only
+        if brief and brief_after and rank >= brief_after:
+            wanted = brief
         body = _section_text(body, wanted) if wanted else _demote_headings(body)
         if not body:
             continue

@@ -74,19 +74,19 @@ def _evidence_verdict() -> VerdictView:
 
 
 def _contexts(backend: str, problem_source: str):
-    """Contexts whose ranked skills walk through the whole library for `backend`, five at a time."""
+    """Contexts whose ranked skills walk through the whole library for `backend`, three at a time."""
     library = builtin_library()
     ranked = rank_skills(library, SkillQuery(backend=backend, gpu="sm_90", exclude=("judge-rules",)), limit=100)
     candidate = CandidateView(id="c2", code="import torch\n", status="pass", speedup=2.0,
                               verdict=_evidence_verdict())
     plan = Plan(steps=["In `k`, split the reduction [split-k]", "In `k`, use [tensor-cores]"],
                 approach_key="split", skill_tags=["split-k", "tensor-cores"], rationale="see [welford-norm]")
-    for start in range(0, len(ranked), 5):
+    for start in range(0, len(ranked), 3):  # the Coder shows three skills, the Planner four
         yield AgentContext(
             problem_name="p", problem_source=problem_source, backend=backend, op_kinds=["matmul"],
             parent=candidate, best=candidate, failure="RuntimeError: boom", plan=plan,
             analysis="The loads are narrow; [vectorized-access] and [coalescing] would help.",
-            skills=ranked[start:start + 5] + ranked[:start], token_budget=60000,
+            skills=ranked[start:start + 3] + ranked[:start], token_budget=60000,
             extra={"skill_names": sorted(library.names())})
 
 

@@ -171,7 +171,8 @@ def test_skills_come_from_the_ranker_once_per_expansion():
     seen = []
 
     class Skill:
-        name, title, body = "test-skill", "A test skill", "## When\nalways\n## Steps\n1. hand-written step"
+        name, title, body = ("test-skill", "A test skill",
+                             "## When\nalways\n## Steps\n1. hand-written step\n## Pitfalls\n- hand-written pitfall")
 
     def rank(query, limit):
         seen.append((query, limit))
@@ -185,7 +186,8 @@ def test_skills_come_from_the_ranker_once_per_expansion():
     assert "relu" in query.text and query.op_kinds == ("elementwise",) and query.backend == "triton" and limit == 2
     e.tell(planner.id, completion(plan_text("one pass")))
     coder = e.ask()[0]
-    assert coder.agent == "coder" and "hand-written step" in coder.request.messages[-1].content
+    # a Coder with a plan reads the Pitfalls of the planner's skills its plan does not cite
+    assert coder.agent == "coder" and "hand-written pitfall" in coder.request.messages[-1].content
     assert len(seen) == 1  # the Coder reads the planner's ranking, not a new one
 
 
