@@ -64,6 +64,20 @@ def verdict_view(node: Node, objective: str, floor: Mapping[str, Any] | None = N
 FLOOR_AGREES = 0.01  # floors within 1% are the same floor
 
 
+def reference_timing(tree: Tree | None, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The reference's measured times on the target: what the run was given before any candidate
+    (`extra["reference_timing"]`: eager_ms, compile_ms, kernels, from the device), else the baselines
+    of the latest GPU verdict (eager and torch.compile only)."""
+    if given:
+        return dict(given)
+    judged = [n.eval for n in (tree or []) if n.eval is not None and str(n.eval.device).startswith("cuda")
+              and n.eval.baseline_ms.get("eager")]
+    if not judged:
+        return {}
+    latest = judged[-1].baseline_ms
+    return {"eager_ms": latest.get("eager"), "compile_ms": latest.get("compile_default"), "source": "verdicts"}
+
+
 def _against(result, floor: Mapping[str, Any] | None) -> dict[str, Any]:
     """A verdict's floor fields restated against the prompt's one floor."""
     own = dict(result.floor)
@@ -184,6 +198,9 @@ class ContextBuilder:
         floor = self.run_floor(tree)
         if floor is not None:
             extra["floor"] = floor
+        timing = reference_timing(tree, extra.get("reference_timing"))
+        if timing:
+            extra["reference_timing"] = timing
         return extra
 
     @staticmethod

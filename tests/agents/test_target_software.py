@@ -38,3 +38,16 @@ def test_a_target_without_a_software_record_says_the_versions_are_unknown():
     text = target_text(known_target("h100"))
     assert "Software: not recorded for this target" in text and "versions the judge runs are unknown" in text
     assert "This Triton" not in text
+
+
+def test_the_reference_measured_before_round_one_is_in_the_task_section():
+    """Issue 31, point 6: eager and compile times and the reference's own kernels, when the run has them."""
+    timing = {"eager_ms": 1.52, "compile_ms": 1.31, "kernels": [
+        {"name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", "share": 0.71, "us_per_call": 1080.0,
+         "launches_per_call": 1, "tensor_cores": True},
+        {"name": "batch_norm_collect_statistics_kernel", "share": 0.18, "us_per_call": 270.0, "tensor_cores": False}]}
+    user = Coder().render(AgentContext(problem_name="p", problem_source="import torch\n",
+                                       extra={"reference_timing": timing}))[-1].content
+    assert "The reference on the target: PyTorch eager 1.52 ms, torch.compile 1.31 ms per call; its kernels" in user
+    assert "- `sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32`: 71% (1.08 ms, tensor cores)" in user
+    assert "- `batch_norm_collect_statistics_kernel`: 18% (0.27 ms, no tensor cores)" in user

@@ -71,6 +71,14 @@ def test_point_5_the_software_and_what_this_triton_has(prompts):
     assert "This Triton has `tl.dot(..., input_precision=\"tf32x3\")`" in system
 
 
+def test_point_6_the_reference_times_once_measured(prompts):
+    """Before any verdict the run knows no reference time here (the device records none yet: see
+    docs/agents.md); from the first GPU verdict on every prompt's task section carries them."""
+    assert "The reference on the target" not in prompts["01_planner"].user
+    for label in ("05_repairer", "06_analyst", "07_planner", "08_coder"):
+        assert "The reference on the target: PyTorch eager 1.52 ms, torch.compile 1.31 ms per call." in prompts[label].user
+
+
 def test_point_7_the_best_candidate_and_dead_ends(prompts):
     beside = prompts["09_planner"].user
     assert "# Best candidate so far (`c4`): its code as a diff to `c1`" in beside

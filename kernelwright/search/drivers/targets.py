@@ -100,7 +100,11 @@ def tolerance_text(judge: dict[str, Any], dtypes: list[str]) -> str:
 def prompt_extra(stored: dict[str, Any]) -> dict[str, Any]:
     """What every AgentContext.extra carries for this run (the tolerances quoted in the rules)."""
     dtypes = (stored.get("problem") or {}).get("dtypes") or []
+    extra: dict[str, Any] = {}
+    if isinstance(stored.get("reference_timing"), dict):  # the reference measured on the device before round 1
+        extra["reference_timing"] = dict(stored["reference_timing"])
     try:
-        return {"tolerances": tolerance_text(stored.get("judge") or {}, dtypes)}
+        extra["tolerances"] = tolerance_text(stored.get("judge") or {}, dtypes)
     except (TypeError, ValueError):  # a judge config from another version: the rules stay general
-        return {}
+        pass
+    return extra
