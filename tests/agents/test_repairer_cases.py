@@ -41,3 +41,15 @@ def test_a_wrong_result_gets_no_fault_note_and_skills_as_pitfalls_only(relu_cont
     assert "# Pitfalls worth checking" in user
     skills = user.split("# Pitfalls worth checking")[1].split("# Your task")[0]
     assert "### Steps" not in skills and "### Example" not in skills and "```" not in skills
+
+
+def test_a_margin_close_to_the_bound_is_pointed_out(relu_context):
+    """Issue 31: a 0.88 error margin passed without a word."""
+    from kernelwright.agents import Planner
+
+    for margin, warned in ((0.88, True), (0.12, False)):
+        view = VerdictView(status="pass", trials_passed=5, trials_total=5, margin=margin)
+        base = dataclasses.replace(relu_context.parent, verdict=view)
+        user = Planner().render(dataclasses.replace(relu_context, parent=base, best=base))[-1].content
+        assert f"the largest measured error is {margin:.2g} of the allowed error" in user
+        assert ("That is close to the bound: another seed or input variant may fail it" in user) == warned
