@@ -52,4 +52,4 @@ def test_a_margin_close_to_the_bound_is_pointed_out(relu_context):
         base = dataclasses.replace(relu_context.parent, verdict=view)
         user = Planner().render(dataclasses.replace(relu_context, parent=base, best=base))[-1].content
         assert f"the largest measured error is {margin:.2g} of the allowed error" in user
-        assert ("That is close to the bound: another seed or input variant may fail it" in user) == warned
+        assert ("That error is close to the bound: another seed or input variant may fail it" in user) == warned
