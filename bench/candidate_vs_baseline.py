@@ -79,8 +79,8 @@ def judged(problem: Path, candidate: Path, config) -> dict:
 def in_process(problem: Path, candidate: Path, config) -> dict:
     from kernelwright.judge import timing
     from kernelwright.judge.api import make_request
-    from kernelwright.judge.stages.context import ResultWriter
-    from kernelwright.judge.worker import evaluate
+    from kernelwright.judge.checker.main import evaluate
+    from kernelwright.judge.checker.stages.context import ResultWriter
 
     settings = type(config).from_dict({**config.to_dict(), "baselines": []})
     request = make_request(problem, candidate, settings, Path(tempfile.mkdtemp(prefix="kw-cvb-")))

@@ -34,7 +34,10 @@ def kernelbench_root() -> Path:
 
 
 def problem_path(stem_or_rel: str) -> Path:
-    """'level1/19_ReLU.py' or a bare stem '19_ReLU' -> the problem file."""
+    """'level1/19_ReLU.py', a bare stem '19_ReLU' or a path in this repository
+    ('examples/problems/row_softmax.py') -> the problem file."""
+    if (REPO / stem_or_rel).is_file():
+        return REPO / stem_or_rel
     root = kernelbench_root()
     if "/" in stem_or_rel:
         return root / stem_or_rel
@@ -49,7 +52,7 @@ def problem_path(stem_or_rel: str) -> Path:
 class Candidate:
     path: Path
     problem: Path
-    backend: str  # "cuda", "triton" or "adversarial"
+    backend: str  # "cuda", "triton", "adversarial" (adversarial/ and red_team/) or "legit"
     expect_pass: bool = True
     expect_flags: list[str] = field(default_factory=list)
     hack: str = ""
@@ -67,16 +70,18 @@ def correct_candidates() -> list[Candidate]:
     return found
 
 
-def adversarial_candidates() -> list[Candidate]:
-    """Each file's header names its problem, the hack and the flags expected (`a|b`: any of)."""
+def adversarial_candidates(folder: str = "adversarial", backend: str = "adversarial") -> list[Candidate]:
+    """Each file's header names its problem, the hack and the flags expected (`a|b`: any of).
+    `folder`: "adversarial" (the first set), "red_team" (white-box attacks on the judge's own
+    design) or "legit" (unusual kernels that must pass)."""
     found = []
-    for path in sorted((CANDIDATES / "adversarial").glob("*.py")):
+    for path in sorted((CANDIDATES / folder).glob("*.py")):
         header = path.read_text()
         problem = re.search(r"^# problem: (\S+)", header, re.M)
         expect = re.search(r"^# expect: (.*)$", header, re.M)
         hack = re.search(r"^# hack: (.*?)(?: --|$)", header, re.M)
         flags = re.search(r"flags: (\S+)", expect.group(1)) if expect else None
-        found.append(Candidate(path, problem_path(problem.group(1)), "adversarial",
+        found.append(Candidate(path, problem_path(problem.group(1)), backend,
                                expect_pass=bool(expect and expect.group(1).startswith("pass")),
                                expect_flags=flags.group(1).split("|") if flags else [],
                                hack=hack.group(1).strip() if hack else path.stem))

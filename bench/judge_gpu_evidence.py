@@ -30,7 +30,8 @@ from evidence_common import (Candidate, adversarial_candidates, correct_candidat
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=("correct", "adversarial", "all"), default="all")
+    parser.add_argument("--set", default="all",
+                        help="comma-separated: correct, adversarial, red_team, legit, all (every one of them)")
     parser.add_argument("--sizes", choices=("bench", "full"), default="bench",
                         help="bench: inputs trimmed to about 1 GB keeping the critical dimensions; full: KernelBench sizes")
     parser.add_argument("--baselines", default="eager,compile_default")
@@ -54,6 +55,14 @@ def make_config(candidate: Candidate, args, cache_dir: Path, rules: str = "kerne
     if args.trials:
         config.trials = args.trials
     return config
+
+
+def allowed(candidate: Candidate, rules: str) -> bool:
+    """A legit candidate that names its rule sets (`# rules: kernelbench`) is judged under those only."""
+    import re
+
+    named = re.search(r"^# rules: (.*)$", candidate.path.read_text(), re.M)
+    return candidate.backend != "legit" or not named or rules in named.group(1).split(",")
 
 
 def verdict_row(candidate: Candidate, verdict) -> list[str]:
@@ -96,11 +105,17 @@ def main() -> int:
     out = out_dir()
     cache_dir = Path.home() / ".cache" / "kernelwright"
     started = time.perf_counter()
+    sets = {s.strip() for s in args.set.split(",")}
+    sets = {"correct", "adversarial", "red_team", "legit"} if "all" in sets else sets
     candidates = []
-    if args.set in ("correct", "all"):
+    if "correct" in sets:
         candidates += correct_candidates()
-    if args.set in ("adversarial", "all"):
+    if "adversarial" in sets:
         candidates += adversarial_candidates()
+    if "red_team" in sets:
+        candidates += adversarial_candidates("red_team")
+    if "legit" in sets:
+        candidates += adversarial_candidates("legit", "legit")
     wanted = [w for w in args.only.split(",") if w]
     candidates = [c for c in candidates if not wanted or any(w in c.label for w in wanted)]
     record = {"environment": environment(args.device), "args": vars(args), "verdicts": [], "skipped": []}
@@ -111,7 +126,7 @@ def main() -> int:
                      gpus=[] if args.device == "cpu" else None, cpu_workers=2)
     rule_sets = [r.strip() for r in args.rules.split(",") if r.strip()]
     futures = {pool.submit(c.problem, c.path, make_config(c, args, cache_dir, rules), name=f"{c.label}@{rules}"):
-               (c, rules) for rules in rule_sets for c in candidates}
+               (c, rules) for rules in rule_sets for c in candidates if allowed(c, rules)}
     rows = []
     try:
         for future in as_completed(futures, timeout=max(1.0, args.budget_s - (time.perf_counter() - started))):
@@ -135,7 +150,7 @@ def main() -> int:
 
 
 def summarize(record: dict) -> str:
-    correct = [v for v in record["verdicts"] if v["backend"] != "adversarial"]
+    correct = [v for v in record["verdicts"] if v["backend"] != "adversarial"]  # legit ones too: they must pass
     adversarial = [v for v in record["verdicts"] if v["backend"] == "adversarial"]
     passed = sum(v["verdict"]["status"] == "pass" for v in correct)
     caught = sum(v["verdict"]["status"] != "pass" for v in adversarial)

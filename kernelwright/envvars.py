@@ -37,6 +37,10 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("KW_LOCK_DIR", "folder of the per-device timing locks and GPU admission ledgers "
            "(default /tmp/kernelwright-locks-<uid>; CPU locks under the cache folder)"),
     EnvVar("KW_KEEP_SCRATCH", "1: keep each judge run's scratch folder (debugging)"),
+    EnvVar("KW_JUDGE_MPS", "0: no private MPS server per GPU evaluation (the runner then times itself, and the "
+           "verdict says so); unset or 1: one per evaluation where nvidia-cuda-mps-control exists"),
+    EnvVar("KW_DEBUG_STACKS", "seconds: the judge's checker and runner print every thread's stack that often "
+           "(to find where an evaluation hangs)"),
     EnvVar("KW_JUDGE_WARM", "0: start every pool evaluation in a fresh interpreter (no fork server); unset or 1: fork them from the pool's fork server (imports done once)"),
     EnvVar("KW_HEARTBEAT_S", "seconds without a progress line before long work (judging, baselines, LLM calls) "
            "prints what it is doing and for how long (default 30)"),

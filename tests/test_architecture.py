@@ -170,10 +170,11 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     # follow-up that moves the shared piece into a module of its own
     frozenset({"judge.buildservice", "judge.compile"}): "the trusted builder builds with compile's helpers; compile asks it",
     frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
-    frozenset({"judge.api", "judge.forkserver", "judge.stages.check", "judge.stages.compile", "judge.stages.context",
-               "judge.stages.finish", "judge.stages.guard", "judge.stages.load", "judge.stages.profile", "judge.stages.reference",
-               "judge.stages.time", "judge.supervisor", "judge.worker"}):
-        "the worker's stages import the worker's entry helpers lazily; the fork server starts the supervisor",
+    frozenset({"judge.api", "judge.checker.main", "judge.checker.stages.check", "judge.checker.stages.compile",
+               "judge.checker.stages.context", "judge.checker.stages.finish", "judge.checker.stages.load",
+               "judge.checker.stages.profile", "judge.checker.stages.reference", "judge.checker.stages.time",
+               "judge.forkserver", "judge.supervisor"}):
+        "the checker's stages import the judge's entry helpers lazily; the fork server starts the supervisor",
     frozenset({"judge.batch", "judge.batch_profile"}): "request helpers shared with the profile pass",
     frozenset({"search.core", "search.strategies", "search.strategies.base", "search.strategies.beam",
                "search.strategies.greedy", "search.strategies.mcts", "search.tuning", "search.tuning_report"}):
@@ -293,3 +294,33 @@ def test_the_name_check_sees_a_class_defined_twice(tmp_path):
         (tmp_path / "kernelwright" / name).mkdir(parents=True)
         (tmp_path / "kernelwright" / name / "m.py").write_text("class Thing:\n    pass\n\n\ndef _private():\n    pass\n")
     assert top_level_definitions(tmp_path) == {"Thing": ["kernelwright.a.m", "kernelwright.b.m"]}
+
+
+# What the runner (the process that runs candidate code) may import of kernelwright, directly or not:
+# the call channel, its instrumentation, the build cache and the problem loader. Nothing that holds
+# or computes reference outputs, compares, times, stores or schedules (docs/judge.md, "The process
+# boundary"): a module added here must say why the candidate's process needs it.
+RUNNER_REACHES = {
+    "judge.runner.main", "judge.runner.observe", "judge.runner.session",  # the runner itself
+    "judge.protocol", "judge.memops", "judge.cudaipc",  # the call channel, its flag words and shared memory
+    "judge.own_code", "judge.guards", "judge.kernel_kinds",  # the instrumentation it reports to the checker
+    "judge.compile", "judge.buildservice", "judge.toolchain", "judge.cachedir", "judge.confine",  # builds, via the supervisor
+    "judge.service", "judge.wire",  # asking the supervisor (for `build` only: `supervisor.permit`)
+    "judge.verdict",  # CompileResult and Flag, data types
+    "problem", "problem.errors", "problem.footprint", "problem.inputs", "problem.loader", "problem.ops",
+    "problem.pysource", "problem.reference", "problem.shrink",  # loading the problem for get_init_inputs
+}
+
+
+def test_the_runner_reaches_no_judging_code():
+    graph = module_graph()
+    seen, stack = set(), [m for m in graph if m.startswith("judge.runner")]
+    while stack:
+        for target in graph.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    assert seen <= RUNNER_REACHES, f"the runner now reaches {sorted(seen - RUNNER_REACHES)}"
+    for judging in ("judge.check", "judge.gpucompare", "judge.timing", "judge.timed", "judge.refstore",
+                    "judge.refcases", "judge.baseline", "judge.floor", "judge.checker.main", "judge.supervisor"):
+        assert judging not in RUNNER_REACHES

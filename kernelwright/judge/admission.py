@@ -52,6 +52,9 @@ OOM_MARKERS = ("CUDA out of memory", "OutOfMemoryError", "CUDA error: out of mem
 OOM_RETRIED = "oom_retried_alone"
 OOM_ALONE = "oom_alone"
 OOM_REFERENCE_ON_HOST = "oom_retried_reference_on_host"
+TIMING_RETRIED = "timing_retried_alone"
+# rejections that another process's work on the GPU could cause: judged again alone before they stand
+TIMING_REJECTIONS = frozenset({"faster_than_floor", "side_stream"})
 PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdict.environment
 
 
@@ -78,7 +81,7 @@ class MemoryAdmission:
     margin: float = 1.25
     # what a job of a problem not measured yet reserves: this share of the GPU's free memory (the
     # worker may keep reference outputs within JudgeConfig.reference_device_share of it, 0.5 by
-    # default, judge/stages/reference.py: an OOM beside them is judged again with them on the host)
+    # default, judge/checker/stages/reference.py: an OOM beside them is judged again with them on the host)
     unknown_share: float = 0.3
     measured: dict[str, int] = field(default_factory=dict)  # problem key -> the largest measured peak
     _probing: set[str] = field(default_factory=set)  # problems whose first job runs and measures them
@@ -263,10 +266,15 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
             return None
         admission.record(key, peak_of(verdict))  # before the seat is given up: the problem's waiting jobs need it
     _note_wait(verdict, seat.waited_s)
-    if not is_oom(verdict):
-        return verdict
     waited = seat.waited_s
     others = seat.shared_with + seat.other_judges or admission.gpu_processes(gpu) or 0
+    if timing_rejected(verdict) and others:
+        verdict, waited = _again_alone(admission, gpu, key, run, verdict, waited, TIMING_RETRIED, (
+            f"rejected for its timing ({', '.join(sorted(timing_rejected(verdict)))}) while {_sharing(seat, others)} "
+            f"shared the GPU (a co-scheduling effect is not held against the candidate); judged again with no other "
+            f"evaluation {_scope(admission)} on the GPU, this is that verdict"))
+    if not is_oom(verdict):
+        return verdict
     if others:
         verdict, waited = _again_alone(admission, gpu, key, run, verdict, waited, OOM_RETRIED, (
             f"ran out of GPU memory while {_sharing(seat, others)} shared the GPU (a co-scheduling failure, "
@@ -284,6 +292,11 @@ def run_admitted(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
     return verdict
 
 
+def timing_rejected(verdict) -> set[str]:
+    """The codes of the verdict's rejections that sharing the GPU could have caused."""
+    return {f.code for f in getattr(verdict, "flags", []) if f.severity == "reject" and f.code in TIMING_REJECTIONS}
+
+
 def _again_alone(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[], object], first,
                  waited: float, code: str, why: str):
     """(the verdict of `run()`, judged again with no other evaluation on the GPU and flagged `code`
@@ -294,7 +307,7 @@ def _again_alone(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
     admission.record(key, peak_of(verdict))
     waited += alone.waited_s
     _note_wait(verdict, waited)
-    verdict.flags.extend(f for f in first.flags if f.code in (OOM_RETRIED, OOM_REFERENCE_ON_HOST))
+    verdict.flags.extend(f for f in first.flags if f.code in (OOM_RETRIED, OOM_REFERENCE_ON_HOST, TIMING_RETRIED))
     verdict.flags.append(_flag(code, f"{why}. The first run said: {said}"))
     return verdict, waited
 

@@ -1,21 +1,24 @@
 """`judge(problem, candidate, config) -> Verdict`: one candidate, one fresh sandboxed process.
 
 The caller's process never imports candidate code. It writes a request file, runs
-`python -m kernelwright.judge.supervisor REQUEST.json` in the sandbox (the supervisor confines and
-runs the worker, `python -m kernelwright.judge.worker`'s `main`, and reaps what it leaves), and
-reads the verdict the worker wrote and the supervisor's record. When the worker dies (segfault,
-OOM kill, timeout, `os._exit`) the last stage it reported and the tails of its output become the
-verdict instead. Around the run the judge's trusted files are checked (`trusted`). Nothing here
-raises for a bad candidate.
+`python -m kernelwright.judge.supervisor REQUEST.json` in the sandbox (the supervisor forks the
+runner, where the candidate runs, and the checker, `judge.checker.main`, which judges it, and
+reaps what they leave), and reads the verdict the checker wrote and the supervisor's record. When
+the judge's processes die (timeout, OOM kill) the last stage the checker reported and the tails
+of their output become the verdict instead. Around the run the judge's trusted files are checked
+(`trusted`). Nothing here raises for a bad candidate.
 
-Scratch folder of one evaluation: `request.json` (read-only to the worker), `work/` (its cwd, HOME,
-TMPDIR and caches), `out/` (result and progress files), `trusted/` (the supervisor's: record,
-service socket, a trusted copy of a problem given as text; read-only to the worker).
+Scratch folder of one evaluation: `request.json` (read-only to the checker, unreadable to the
+runner), `work/` (the checker's cwd, HOME, TMPDIR), `out/` (result and progress files, the
+checker's), `runner/` (the runner's cwd, HOME, TMPDIR, caches and copy of the candidate),
+`trusted/` (the supervisor's: record, service socket, MPS folders, a trusted copy of a problem
+given as text).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -317,6 +320,9 @@ def record_supervision(info: ProcessInfo, record) -> None:
     info.isolation["not_enforced"] = [n for n in info.isolation.get("not_enforced", [])
                                       if not (info.confined and n == "filesystem isolation")]
     info.isolation["supervisor_seconds"] = record.seconds
+    info.isolation["mps"] = record.mps or "none"
+    checker = ConfinementReport(**{k: v for k, v in (record.checker_confinement or {}).items() if k in known})
+    info.isolation["checker"] = checker.summary()
     if record.launched:  # the profile's processes, each confined afresh by the supervisor's launcher
         info.isolation["profiled_processes"] = [_launched(entry) for entry in record.launched]
     if record.network:
@@ -457,10 +463,11 @@ def assemble(request: JudgeRequest, result: WorkerResult, info: ProcessInfo, clo
     verdict.process = info
     if result.problem == "forged":
         verdict.status, verdict.error = FAIL, ("the result file did not carry the judge's token: something other "
-                                               "than the judge worker wrote it (the candidate may have forged it)")
+                                               "than the judge's checker wrote it (the candidate may have forged it)")
         verdict.flags.append(Flag("tampering", REJECT, verdict.error))
         return verdict
     if result.complete and not info.timed_out:
+        add_last_output(verdict, info, request)
         return verdict
     if clock.stage == "baseline" and result.verdict is not None:
         # the candidate was fully judged; only the judge's own baseline measurement did not finish
@@ -471,6 +478,18 @@ def assemble(request: JudgeRequest, result: WorkerResult, info: ProcessInfo, clo
     verdict.status = FAIL if clock.stage in _RUNNING_STAGES else ERROR
     verdict.error = describe_death(info, clock, request, result.problem)
     return verdict
+
+
+RUNNER_DIED = "the candidate's process"  # how the checker's verdict names the runner's death
+
+
+def add_last_output(verdict: Verdict, info: ProcessInfo, request: JudgeRequest) -> None:
+    """A verdict whose runner died gets the lines of the output that say where (a faulthandler dump
+    names the candidate's line): the checker wrote it without seeing that output."""
+    if verdict.error and RUNNER_DIED in verdict.error and "Last output:" not in verdict.error:
+        hint = relevant_lines(info.stderr_tail, request.candidate_label)
+        if hint:
+            verdict.error += f". Last output: {hint}"
 
 
 def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, problem: str) -> str:
@@ -492,6 +511,16 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
     return what + (f". Last output: {hint}" if hint else ".")
 
 
+def describe_status(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if code < 0:
+        name = sandbox.signal_name(code) or f"signal {-code}"
+        return f"was killed by {name} ({_SIGNAL_MEANING.get(name, 'a fatal signal')})"
+    if code == 0:
+        return "exited (code 0) before it finished"
+    return f"exited with code {code}; the candidate may have called sys.exit() or os._exit()"
+
+
 def _signal_of(exit_code: int | None) -> str | None:
     """The signal a shell-style exit code 128+N reports (the supervisor passes on its worker's death
     that way: 137 is SIGKILL), else None."""
@@ -510,9 +539,12 @@ _SIGNAL_MEANING = {
 }
 
 
+_PROFILER_LOG = re.compile(r"^(USDT|INFO|WARNING|STAGE):\d{4}-\d\d-\d\d ")  # the runner's profiler (kineto) logging
+
+
 def relevant_lines(stderr: str, candidate_label: str, limit: int = 6) -> str:
     """The candidate's own frames from a faulthandler dump, else the last few lines of stderr."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not _PROFILER_LOG.match(line.strip())]
     name = Path(candidate_label).name
     own = [line for line in lines if name and name in line]
     chosen = own[-limit:] if own else lines[-limit:]

@@ -76,6 +76,7 @@ class ConfinementReport:
     devices: list[str] = field(default_factory=list)  # device files left writable
     private_root: str = ""  # folder whose scratch folders (and entries made later) cannot be read
     hidden: int = 0  # scratch folders of other candidates present when confined
+    unreadable: list[str] = field(default_factory=list)  # other paths made unreadable (the runner: the judge's)
     scoped: list[str] = field(default_factory=list)  # "signals", "abstract unix sockets"
     capabilities: str = ""  # what happened to the process's capabilities
     no_new_privs: bool = False
@@ -119,10 +120,15 @@ def landlock_abi() -> tuple[int, str]:
 
 def confine(scratch: str | os.PathLike, writable: Sequence[str | os.PathLike] | None = None, *,
             private_root: str | os.PathLike | None = None, readable: Sequence[str | os.PathLike] = (),
-            keep_capabilities: Sequence[str] = ()) -> ConfinementReport:
-    """Confine this process (see the module docstring). `scratch` stays readable; `writable` defaults
-    to `[scratch]`; `readable` are extra paths inside `private_root` that stay readable. Never
-    raises: a failure leaves the process as it was, with `active=False` and the reason."""
+            keep_capabilities: Sequence[str] = (), hidden: Sequence[str | os.PathLike] = (),
+            scope_signals: bool = True) -> ConfinementReport:
+    """Confine this process (see the module docstring). `scratch` stays readable (but for what lies
+    in `hidden`); `writable` defaults to `[scratch]`; `readable` are extra paths inside
+    `private_root` that stay readable; `hidden` are paths that become unreadable (the checker's
+    folders and the judge's caches of reference outputs and baselines, for the runner);
+    `scope_signals` False leaves signals to processes outside allowed (the checker stops and
+    continues its runner). Never raises: a failure leaves the process as it was, with
+    `active=False` and the reason."""
     started = time.perf_counter()
     scratch = Path(scratch).resolve()
     report = ConfinementReport(writable=[str(Path(p).resolve()) for p in (writable or [scratch])],
@@ -135,7 +141,8 @@ def confine(scratch: str | os.PathLike, writable: Sequence[str | os.PathLike] | 
         report.seconds = round(time.perf_counter() - started, 4)
         return report
     try:
-        _apply_landlock(report, abi, scratch, [Path(p).resolve() for p in readable])
+        _apply_landlock(report, abi, scratch, [Path(p).resolve() for p in readable],
+                        [Path(p).resolve() for p in hidden], scope_signals)
     except OSError as exc:
         report.active, report.reason = False, f"Landlock refused the rules: {exc}"
     report.capabilities = drop_capabilities(keep_capabilities)
@@ -153,9 +160,11 @@ def thread_count() -> int:
         return 1
 
 
-def _apply_landlock(report: ConfinementReport, abi: int, scratch: Path, readable: list[Path]) -> None:
+def _apply_landlock(report: ConfinementReport, abi: int, scratch: Path, readable: list[Path],
+                    hidden: list[Path] | None = None, scope_signals: bool = True) -> None:
     handled = _DIR_READ | (_DIR_WRITE & ~(REFER if abi < 2 else 0) & ~(TRUNCATE if abi < 3 else 0))
-    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET | (SCOPE_SIGNAL if scope_signals else 0)) if abi >= 6 else 0
+    hidden = hidden or []
     attr = struct.pack("QQQ", handled, 0, scoped) if abi >= 6 else struct.pack("QQ", handled, 0) if abi >= 4 \
         else struct.pack("Q", handled)
     libc = _libc()
@@ -166,9 +175,11 @@ def _apply_landlock(report: ConfinementReport, abi: int, scratch: Path, readable
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset: " + os.strerror(ctypes.get_errno()))
     try:
         root = Path(report.private_root)
-        grants, hidden = readable_paths(root, {scratch, *readable})
-        report.hidden = hidden
-        for path in [*grants, scratch, *readable]:
+        whole = [p for p in (scratch, *readable) if not any(h == p or p in h.parents for h in hidden)]
+        grants, count = readable_paths(root, set(whole), hidden)
+        report.hidden = count
+        report.unreadable = [str(h) for h in hidden]
+        for path in [*grants, *whole]:
             _add_rule(libc, ruleset, path, _DIR_READ & handled)
         for path in map(Path, report.writable):
             _add_rule(libc, ruleset, path, handled)
@@ -183,7 +194,8 @@ def _apply_landlock(report: ConfinementReport, abi: int, scratch: Path, readable
     finally:
         os.close(ruleset)
     report.active, report.mechanism = True, f"landlock ABI {abi}"
-    report.scoped = ["signals", "ptrace", "abstract unix sockets"] if scoped else ["ptrace"]
+    report.scoped = ["ptrace"] + (["signals"] if scoped & SCOPE_SIGNAL else []) + \
+        (["abstract unix sockets"] if scoped & SCOPE_ABSTRACT_UNIX_SOCKET else [])
 
 
 def _add_rule(libc, ruleset: int, path: Path, access: int) -> bool:
@@ -208,33 +220,38 @@ def _add_rule(libc, ruleset: int, path: Path, access: int) -> bool:
         os.close(fd)
 
 
-def readable_paths(private_root: Path, visible: set[Path]) -> tuple[list[Path], int]:
-    """Everything readable except scratch folders in `private_root`: the entries of every folder
-    from / down to `private_root`, minus that chain itself and minus scratch folders not in
-    `visible` (their count is returned). A link is followed unless it leads into the chain."""
-    chain = [*reversed(private_root.parents), private_root]
-    blocked = set(chain)
-    grants, hidden = [], 0
-    for depth, folder in enumerate(chain):
-        below = chain[depth + 1] if depth + 1 < len(chain) else None
+def readable_paths(private_root: Path, visible: set[Path], hidden: list[Path] | None = None
+                   ) -> tuple[list[Path], int]:
+    """Everything readable except scratch folders in `private_root` and the `hidden` paths: the
+    entries of every folder on the way from / to `private_root` and to each hidden path, minus
+    those folders themselves, the hidden paths, and scratch folders not in `visible` (their count
+    is returned). A link is followed unless it leads into a folder on the way or a hidden path."""
+    hidden = hidden or []
+    expand = {private_root, *private_root.parents}
+    for path in hidden:
+        expand.update(path.parents)
+    expand.difference_update(hidden)
+    blocked = expand | set(hidden)
+    grants, count = [], 0
+    for folder in sorted(expand, key=lambda p: len(p.parts)):
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
             path = Path(entry.path)
-            if path == below or path in visible:
+            if path in expand or path in visible or path in blocked:
                 continue
             if folder == private_root and entry.name.startswith(SCRATCH_PREFIX):
-                hidden += 1
+                count += 1
                 continue
             if not entry.is_symlink():
                 grants.append(path)
                 continue
             target = _link_target(path)
-            if target is not None and not _reaches(target, blocked, private_root):
+            if target is not None and not _reaches(target, blocked, private_root, hidden):
                 grants.append(target)
-    return grants, hidden
+    return grants, count
 
 
 def _link_target(path: Path) -> Path | None:
@@ -244,10 +261,11 @@ def _link_target(path: Path) -> Path | None:
         return None
 
 
-def _reaches(target: Path, blocked: set[Path], private_root: Path) -> bool:
-    """A link to a folder on the way to the hidden ones, or into the private root, would expose them
-    (a rule covers everything beneath the file it is given)."""
-    return target in blocked or private_root in target.parents
+def _reaches(target: Path, blocked: set[Path], private_root: Path, hidden: list[Path] | None = None) -> bool:
+    """A link to a folder on the way to the hidden ones, into the private root or into a hidden
+    path would expose them (a rule covers everything beneath the file it is given)."""
+    return target in blocked or private_root in target.parents or \
+        any(h == target or h in target.parents for h in hidden or [])
 
 
 def device_paths() -> list[str]:

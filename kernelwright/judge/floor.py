@@ -7,7 +7,9 @@ floor_ms = max(FLOPs / peak FLOP rate, minimal bytes / peak bandwidth), where
   floor errs low, never high;
 - minimal bytes are every input, output, parameter and buffer moved once (inputs changed in place
   written back once more; with the backward, output gradients and gradients too): see
-  problem/footprint.py;
+  problem/footprint.py. Inputs that fit in the L2 cache together are left out (`Floor.warm_bytes`):
+  the judge writes every timed call's inputs right before starting its clock (its candidates' and
+  its baselines' alike), so they may be read from L2;
 - the peaks are the device's measured ceilings (peaks.py) or, on a cold start, datasheet values,
   marked as such in `Floor.peak_source`.
 
@@ -70,7 +72,20 @@ def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: 
         kind = peak_kind(dominant_dtype(problem), allow_tf32)
     except Exception:  # noqa: BLE001 -- a problem the meta device cannot describe has no floor
         return None
-    return floor_from(footprint.flops, footprint.bytes, peaks, kind)
+    return floor_from(footprint.flops, footprint.bytes, peaks, kind,
+                      warm_bytes=warm_input_bytes(footprint.input_bytes, device))
+
+
+def warm_input_bytes(input_bytes: int, device: str) -> int:
+    """The inputs' bytes when they fit in `device`'s L2 cache together (they are written right
+    before each timed call), else 0."""
+    if not str(device).startswith("cuda") or input_bytes <= 0:
+        return 0
+    try:
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.device(device)), "L2_cache_size", 0) or 0)
+    except Exception:  # noqa: BLE001 -- no device properties: count every byte
+        return 0
+    return input_bytes if input_bytes <= l2 else 0
 
 
 def matmul_rate(peaks: Peaks, kind: str) -> tuple[float | None, str]:
@@ -87,10 +102,12 @@ def matmul_rate(peaks: Peaks, kind: str) -> tuple[float | None, str]:
     return tflops, kind
 
 
-def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str) -> Floor | None:
+def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str, warm_bytes: float = 0.0) -> Floor | None:
+    """The floor of `flops` and `nbytes` (less `warm_bytes` read from L2) at the peaks' rates."""
     tflops, kind = matmul_rate(peaks, kind)
     if not tflops or not peaks.copy_gbps or (flops <= 0 and nbytes <= 0):
         return None
+    nbytes = max(0.0, nbytes - warm_bytes)
     compute_ms = flops / (tflops * 1e12) * 1e3
     memory_ms = nbytes / (peaks.copy_gbps * 1e9) * 1e3
     return Floor(
@@ -102,6 +119,7 @@ def floor_from(flops: float, nbytes: float, peaks: Peaks, kind: str) -> Floor | 
         bound="compute" if compute_ms > memory_ms else "memory",
         peak_kind=kind,
         peak_source=peaks.source,
+        warm_bytes=float(warm_bytes),
     )
 
 

@@ -71,9 +71,11 @@ PRELOAD = (
     "kernelwright.judge.grad", "kernelwright.judge.inplace", "kernelwright.judge.own_code",
     "kernelwright.judge.work", "kernelwright.judge.kernel_times", "kernelwright.judge.candidate_kinds",
     "kernelwright.judge.gpulock", "kernelwright.judge.reference", "kernelwright.problem.ops",
-    "kernelwright.problem.reference", "kernelwright.judge.worker", "kernelwright.judge.supervisor",
-    "kernelwright.judge.refcases", "kernelwright.judge.stages.reference", "kernelwright.problem.shrink",
+    "kernelwright.problem.reference", "kernelwright.judge.checker.main", "kernelwright.judge.supervisor",
+    "kernelwright.judge.refcases", "kernelwright.judge.checker.stages.reference", "kernelwright.problem.shrink",
     "kernelwright.profile.energy", "kernelwright.profile.torchprof", "kernelwright.judge.gpucompare",
+    "kernelwright.judge.runner.session", "kernelwright.judge.runner.observe", "kernelwright.judge.protocol",
+    "kernelwright.judge.checker.link", "kernelwright.judge.checker.timed_calls", "torch.profiler",
 )
 # computed once by the server after PRELOAD, inherited by every fork: Triton's own key (a hash of its
 # package's files, 0.55 s on the H100 machine), which the first Triton compile or cache lookup of a

@@ -290,10 +290,11 @@ class CompileTracker:
 
 
 def dynamo_flag(frames_before: int, compile_calls: list[str] | None = None,
-                dynamo_patched: bool = False) -> Flag | None:
+                dynamo_patched: bool = False, frames: int | None = None) -> Flag | None:
     """torch.compile / dynamo used by the candidate: by its entry points, compiled frames, or the
-    patches dynamo applies to nn.Module the first time it runs."""
-    frames = dynamo_frames() - frames_before
+    patches dynamo applies to nn.Module the first time it runs. `frames`: compiled frames counted
+    elsewhere (the runner's process), else this process's since `frames_before`."""
+    frames = dynamo_frames() - frames_before if frames is None else frames
     calls = sorted(set(compile_calls or []))
     if frames <= 0 and not calls and not dynamo_patched:
         return None

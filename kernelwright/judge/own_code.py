@@ -20,6 +20,7 @@ otherwise it counts as torch work under its own name.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 from collections import Counter
@@ -43,6 +44,7 @@ class OwnCode:
         self.libraries: list[str] = []  # files of the extension modules the candidate loaded
         self.depth = {KERNEL: 0, EXTENSION: 0}
         self.ops_before: frozenset[str] | None = None  # dispatcher ops registered before the candidate loaded
+        self.ranges: str | None = None  # a profiler range name around each launch (the runner's profiler)
         self._patched: list[tuple[Any, str, Any]] = []
 
     # ---------------------------------------------------------------- what the recorder asks
@@ -106,12 +108,15 @@ class OwnCode:
 
         @functools.wraps(original)
         def run(fn, *args, **kwargs):
+            if not is_launch:  # an autotuner or heuristics: its hooks run the candidate's Python, not a kernel
+                return original(fn, *args, **kwargs)
             tracker.depth[KERNEL] += 1
             try:
-                result = original(fn, *args, **kwargs)
+                with _range(tracker.ranges):
+                    result = original(fn, *args, **kwargs)
             finally:
                 tracker.depth[KERNEL] -= 1
-            if is_launch and not kwargs.get("warmup", False):
+            if not kwargs.get("warmup", False):
                 tracker.triton[_kernel_name(fn)] += 1
             return result
 
@@ -146,7 +151,8 @@ class OwnCode:
             tracker.extension[label] += 1
             tracker.depth[EXTENSION] += 1
             try:
-                return function(*args, **kwargs)
+                with _range(tracker.ranges):
+                    return function(*args, **kwargs)
             finally:
                 tracker.depth[EXTENSION] -= 1
 
@@ -154,6 +160,15 @@ class OwnCode:
         call.__doc__ = getattr(function, "__doc__", None)
         call.__wrapped__ = function
         return call
+
+
+def _range(name: str | None):
+    """A profiler range `name` (a no-op without one, or without a profiler running)."""
+    if name is None:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.profiler.record_function(name)
 
 
 def _find(module_name: str, class_name: str):

@@ -62,8 +62,10 @@ Handler = Callable[[dict[str, Any]], dict[str, Any]]
 class Server:
     """Listens on a UNIX socket; `start()` serves in daemon threads (call it after any fork)."""
 
-    def __init__(self, folder: Path, handlers: dict[str, Handler]):
+    def __init__(self, folder: Path, handlers: dict[str, Handler],
+                 permit: Callable[[int], frozenset[str] | None] | None = None):
         self.handlers = handlers
+        self.permit = permit  # peer pid -> the ops it may ask (None: every op), when given
         self.owner = os.getpid()
         self.path, self._tmp = socket_path(folder)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -99,10 +101,16 @@ class Server:
     def _serve(self, conn: socket.socket) -> None:
         with conn, conn.makefile("rb") as reader:
             try:
-                if not is_descendant(peer_pid(conn), self.owner):
+                pid = peer_pid(conn)
+                if not is_descendant(pid, self.owner):
                     reply: dict[str, Any] = {"error": "only processes of this evaluation may ask"}
                 else:
-                    reply = self._handle(wire.receive(reader, MAX_MESSAGE) or {})
+                    message = wire.receive(reader, MAX_MESSAGE) or {}
+                    allowed = self.permit(pid) if self.permit is not None else None
+                    if allowed is not None and str(message.get("op")) not in allowed:
+                        reply = {"error": f"this process may not ask {message.get('op')!r}"}
+                    else:
+                        reply = self._handle(message)
                 wire.send(conn, reply)
             except (OSError, ValueError):
                 pass

@@ -1,32 +1,39 @@
 """The trusted supervisor of one evaluation:
 `python -m kernelwright.judge.supervisor REQUEST.json --phase evaluate|compile --parent-pid PID`.
 
-The sandbox starts this process instead of the worker. It never imports torch or candidate code.
+The sandbox starts this process. It never imports torch or candidate code.
 
 1. It becomes a child subreaper, so whatever the candidate starts, in any session or process
    group, stays in its tree.
-2. It makes what the worker will need but cannot make once confined (cache and lock folders, a
-   trusted copy of a problem given as text) and opens the service socket (`service`).
-3. It forks the worker. The child removes from its environment what the candidate must not see,
-   confines itself (`confine.confine`: writable only its work and output folders and device
-   files; other candidates' scratch unreadable; no signals or ptrace outside; no capabilities)
-   and tells the supervisor how, before it imports torch or any candidate code; then it runs
-   `worker.main`.
-4. It answers the worker's requests: `build` (the trusted builder, `buildservice`), `seal` (the
-   baseline parameters, accepted only once, before the worker loads candidate code), `baselines`
-   (measured by `baseline.get_baselines` from this process, for the sealed parameters), `lock`
-   (device lock files), `profile` (the profile's processes, each confined afresh by `launch`, ncu
-   composed here: `profilehost`), `references` and `store_references` (the reference store,
-   `refstore`: one lookup and one store, only before the seal), `judge_kernels` and
-   `store_judge_kernels` (the judge's own compiled kernels, `judgekernels`: only before the seal).
-5. When the worker has ended (or on SIGTERM: the judge's time limit), it kills every process left
-   in its tree and counts those that were the candidate's (they carry the worker's
-   no_new_privs bit), writes `trusted/supervisor.json` (a folder the worker cannot write), and
-   exits the way the worker did: same exit code, or killed by the same signal.
+2. It makes what the two processes below it need but cannot make once confined (cache and lock
+   folders, the runner's folder with a copy of the candidate, copies of a problem given as text),
+   reads the result token from its stdin, opens the service socket (`service`) and, on a GPU,
+   starts the evaluation's private MPS server (`mps`).
+3. It forks the runner (`judge.runner`, the candidate's process) and the checker
+   (`judge.checker`, the judge's), joined by a socket pair (the call channel, `judge.protocol`).
+   Each removes from its environment what it must not see and confines itself (`confine.confine`)
+   before anything else: the runner may write only its own folder and cannot read the checker's
+   folders, this process's, the request or the judge's caches of reference outputs and
+   baselines; the checker may write only its work and output folders. Neither may signal or
+   ptrace outside its domain, except that the checker may stop and continue the runner.
+4. It answers requests (`service`), by who asks (SO_PEERCRED): the runner may ask only `build`
+   (the trusted builder, `buildservice`); the checker every other: `seal` (the baseline
+   parameters, once, before the runner loads anything), `baselines` (measured by
+   `baseline.get_baselines` from this process, for the sealed parameters, only once no process
+   of the runner's is left: it kills them first), `lock` (device lock files), `profile` (the
+   profile's processes, each confined afresh by `launch`, ncu composed here: `profilehost`),
+   `references` and `store_references` (the reference store, `refstore`: one lookup and one store,
+   only before the seal), `judge_kernels` and `store_judge_kernels` (the judge's own compiled
+   kernels, `judgekernels`: only before the seal), `runner_status` (how the runner ended).
+5. When the checker has ended (or on SIGTERM: the judge's time limit), it kills every process left
+   in its tree and counts those that were the candidate's (they carry no_new_privs and are not the
+   checker), stops the MPS server, writes `trusted/supervisor.json` (a folder neither child can
+   write), and exits the way the checker did: same exit code, or killed by the same signal.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -51,6 +58,8 @@ from .config import JudgeConfig
 
 REPORT_FILE = "supervisor.json"
 TRUSTED_FOLDER = "trusted"
+RUNNER_FOLDER = "runner"  # the runner's cwd, HOME, TMPDIR and caches: all it may write
+RUNNER_OPS = frozenset({"build"})  # what the runner may ask of the service
 # the judge's own variables: the candidate's process gets none of them
 SUPERVISOR_ONLY = ("KW_CACHE_DIR", "KW_PARENT_PID")
 _LOCK_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}$")
@@ -61,7 +70,10 @@ PR_SET_PDEATHSIG = 1
 class Supervision:
     """What the supervisor saw; written to trusted/supervisor.json for the judging process."""
 
-    confinement: dict[str, Any] = field(default_factory=dict)
+    confinement: dict[str, Any] = field(default_factory=dict)  # the runner's: where candidate code runs
+    checker_confinement: dict[str, Any] = field(default_factory=dict)
+    mps: str = ""  # "active", or why the evaluation has no MPS server
+    runner_status: int | None = None  # os.waitstatus_to_exitcode of the runner, when it was reaped
     subreaper: bool = False
     killed: int = 0  # processes the candidate left running, killed after the worker ended
     killed_pids: list[int] = field(default_factory=list)
@@ -73,7 +85,7 @@ class Supervision:
     references: dict[str, Any] = field(default_factory=dict)  # the reference store: key, hit, stored
     launched: list[dict[str, Any]] = field(default_factory=list)  # profiled processes started (`profilehost`)
     network: str = ""  # what profiling needed of the network namespace (its loopback up)
-    worker_status: int | None = None  # os.waitstatus_to_exitcode of the worker
+    worker_status: int | None = None  # os.waitstatus_to_exitcode of the checker
     terminated: bool = False  # stopped by SIGTERM (the judge's time limit, or the judge died)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -89,11 +101,16 @@ class Supervisor:
         self.cache = Path(self.config.cache_dir or Path.home() / ".cache" / "kernelwright")
         self.record = Supervision()
         self.pid = os.getpid()
-        self.worker_pid = 0
+        self.worker_pid = 0  # the checker
+        self.runner_pid = 0
+        self.runner = self.scratch / RUNNER_FOLDER
+        self.token = ""
+        self.mps = None  # mps.Mps, on a GPU
         self.sealed: dict[str, Any] | None = None
         self.reference_key: str | None = None  # the store's key, from the worker's one lookup
         self._reference_fields: dict[str, Any] = {}
         self._helpers: set[int] = set()  # builder processes, spared by the count (not the kill)
+        self._candidate_killed: set[int] = set()  # the candidate's processes killed before the clean-up
         self._profile_host = None  # profilehost.ProfileHost, made on the first `profile` request
         self._lock = threading.Lock()
 
@@ -117,7 +134,36 @@ class Supervisor:
             copy = self.trusted / "problem" / source_filename(self.request.problem_name)
             copy.parent.mkdir(exist_ok=True)
             copy.write_text(self.request.problem_source)
-        self.record.subreaper = proctree.become_subreaper()
+        self.prepare_runner()
+        self.record.subreaper = proctree.become_subreaper()  # before the MPS daemon forks away
+        if self.phase == "evaluate" and _gpu_expected(self.config):
+            from . import mps
+
+            self.mps = mps.start(self.trusted / "mps")
+            self.record.mps = "active" if self.mps.active else self.mps.note
+        else:
+            self.record.mps = "no GPU in this phase"
+
+    def prepare_runner(self) -> None:
+        """The runner's folder (its cwd, HOME, TMPDIR and caches) with its own copies of the
+        candidate and, when given as text, the problem: the runner reads nothing of the checker's."""
+        for sub in ("home", "tmp", ".cache", "problem"):
+            (self.runner / sub).mkdir(parents=True, exist_ok=True)
+        candidate = self.runner / source_filename(self.request.candidate_name if self.request.candidate_source
+                                                  is not None else Path(self.request.candidate_path or "c").stem)
+        text = self.request.candidate_source
+        if text is None:
+            try:
+                text = Path(self.request.candidate_path or "").read_text()
+            except (OSError, UnicodeDecodeError):
+                text = ""
+        candidate.write_text(text)
+        self.runner_candidate = candidate
+        if self.request.problem_path:
+            self.runner_problem = Path(self.request.problem_path)
+        else:
+            self.runner_problem = self.runner / "problem" / source_filename(self.request.problem_name)
+            self.runner_problem.write_text(self.request.problem_source or "")
 
     def problem_path(self) -> Path:
         if self.request.problem_path:
@@ -125,12 +171,28 @@ class Supervisor:
         return self.trusted / "problem" / source_filename(self.request.problem_name)
 
     def worker_writable(self) -> list[Path]:
-        """The work folder (cwd, HOME, TMPDIR) and the folder of the result and progress files."""
+        """The checker's folders: its work folder (cwd, HOME, TMPDIR) and the folder of the result
+        and progress files (and the MPS server's pipe folder)."""
         folders = {Path.cwd().resolve(), Path(self.request.result_path).resolve().parent,
                    Path(self.request.progress_path).resolve().parent}
         if self.scratch in folders or any(self.trusted.is_relative_to(f) for f in folders):
             raise RuntimeError("the worker's folders must not contain the supervisor's trusted folder")
-        return sorted(folders)
+        return sorted(folders) + self._mps_folders()
+
+    def runner_writable(self) -> list[Path]:
+        return [self.runner.resolve()] + self._mps_folders()
+
+    def runner_hidden(self) -> list[Path]:
+        """What the runner may not read: the request, the checker's folders, this process's, and
+        the judge's caches of reference outputs and baselines."""
+        checker = {Path.cwd().resolve(), Path(self.request.result_path).resolve().parent,
+                   Path(self.request.progress_path).resolve().parent}
+        hidden = {(self.scratch / "request.json").resolve(), self.trusted.resolve(), *checker,
+                  (self.cache / "references").resolve(), (self.cache / "baselines").resolve()}
+        return sorted(p for p in hidden if p != self.runner.resolve())
+
+    def _mps_folders(self) -> list[Path]:
+        return [self.mps.pipe.resolve()] if self.mps is not None and self.mps.active and self.mps.pipe else []
 
     def trusted_env(self) -> None:
         """This process's environment, inherited by the builds and baseline measurements it starts:
@@ -143,56 +205,118 @@ class Supervisor:
 
     # ------------------------------------------------------------------ the worker
 
-    def start_worker(self, server: service.Server | None) -> None:
+    def start_processes(self, server: service.Server | None) -> None:
+        """Fork the runner, then the checker, joined by the call channel (a socket pair)."""
+        import socket
+
+        checker_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.runner_pid, self.record.confinement = self._fork(
+            lambda fd: self._runner_child(server, runner_end, checker_end, fd))
+        runner_end.close()
+        self.worker_pid, self.record.checker_confinement = self._fork(
+            lambda fd: self._checker_child(server, checker_end, fd))
+        checker_end.close()
+
+    def _fork(self, child) -> tuple[int, dict[str, Any]]:
+        """Fork `child(report_fd)` (its return is the exit code); (pid, the confinement it reported)."""
         read_end, write_end = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the worker
+        if pid == 0:
             os.close(read_end)
             code = 70
             try:
-                code = self._worker_child(server, write_end)
+                code = child(write_end)
             except BaseException:  # noqa: BLE001 - a judge bug: say so on stderr, exit
                 traceback.print_exc()
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
-        self.worker_pid = pid
         os.close(write_end)
-        self.record.confinement = _read_report(read_end)
+        return pid, _read_report(read_end)
 
-    def _worker_child(self, server: service.Server | None, report_fd: int) -> int:
+    def _child_setup(self, server: service.Server | None, service_ok: bool) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent(signal.SIGKILL)
-        if os.getppid() != self.pid:
-            return 3
+        _stack_dumps(os.environ.get(DEBUG_STACKS, ""))
         if server is not None:
             server.sock.close()
-            os.environ[service.ENV_VAR] = str(server.path)
+            if service_ok:
+                os.environ[service.ENV_VAR] = str(server.path)
         for name in SUPERVISOR_ONLY:
             os.environ.pop(name, None)
-        report = self._confine()
+        if self.mps is not None:
+            from .mps import client_env
+
+            os.environ.update(client_env(self.mps))
+
+    def _runner_child(self, server: service.Server | None, sock, other, report_fd: int) -> int:
+        """The candidate's process: its own process group (the checker stops and continues it),
+        stdin from /dev/null, its own folder, confined, then the call channel's loop."""
+        other.close()
+        os.setpgid(0, 0)
+        self._child_setup(server, service_ok=True)
+        if os.getppid() != self.pid:
+            return 3
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.environ.pop("PYTORCH_CUDA_ALLOC_CONF", None)  # plain cudaMalloc blocks: the checker maps them
+        caches = self.runner / ".cache"
+        os.environ.update({"HOME": str(self.runner / "home"), "TMPDIR": str(self.runner / "tmp"),
+                           "TMP": str(self.runner / "tmp"), "TEMP": str(self.runner / "tmp"),
+                           "TRITON_CACHE_DIR": str(caches / "triton"),
+                           "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
+                           "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "CUDA_CACHE_PATH": str(caches / "nv")})
+        os.chdir(self.runner)
+        import tempfile
+
+        tempfile.tempdir = None
+        report = self._confine(self.runner_writable(), hidden=self.runner_hidden(), scope_signals=True)
         os.write(report_fd, json.dumps(report).encode())
         os.close(report_fd)
-        from . import worker
+        from .runner.main import serve
 
-        return worker.main([str(self.request_path), "--phase", self.phase])
+        return serve(sock.detach())
 
-    def _confine(self) -> dict[str, Any]:
+    def _checker_child(self, server: service.Server | None, sock, report_fd: int) -> int:
+        """The judge's process: the runner's pid and channel, the token, confined (it may stop and
+        continue the runner), then `checker.main`."""
+        from .checker import main as checker
+
+        self._child_setup(server, service_ok=True)
+        if os.getppid() != self.pid:
+            return 3
+        os.environ.update({checker.RUNNER_FD: str(sock.fileno()), checker.RUNNER_PID: str(self.runner_pid),
+                           checker.RUNNER_PROBLEM: str(self.runner_problem),
+                           checker.RUNNER_CANDIDATE: str(self.runner_candidate), checker.RESULT_TOKEN: self.token})
+        if self.mps is not None and not self.mps.active:
+            os.environ[checker.MPS_NOTE] = self.mps.note
+        elif self.mps is None:
+            os.environ[checker.MPS_NOTE] = "no MPS server: not a GPU evaluation"
+        else:
+            os.environ.pop(checker.MPS_NOTE, None)
+        sock.set_inheritable(True)
+        report = self._confine(self.worker_writable(), scope_signals=False)
+        os.write(report_fd, json.dumps(report).encode())
+        os.close(report_fd)
+        return checker.main([str(self.request_path), "--phase", self.phase])
+
+    def _confine(self, writable: list[Path], hidden: list[Path] = (), scope_signals: bool = True) -> dict[str, Any]:
         from .confine import ConfinementReport, confine
 
         if not self.config.confine:
             ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks its processes
             return ConfinementReport(reason="switched off (config.confine is False)", no_new_privs=True).to_dict()
-        writable, keep = self.confinement_rules()
-        report = confine(self.scratch, writable, keep_capabilities=keep)
+        report = confine(self.scratch, writable, hidden=hidden, scope_signals=scope_signals)
         if not report.no_new_privs:
             ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)
             report.no_new_privs = True
         return report.to_dict()
 
     def confinement_rules(self) -> tuple[list[Path], tuple[str, ...]]:
-        """(writable paths, capabilities kept) of the worker and of every profiled process (`launch`)."""
+        """(writable paths, capabilities kept) of every profiled process (`launch`): the checker's
+        folders (the profile's results land there), CAP_SYS_ADMIN where ncu needs it."""
         writable = self.worker_writable()
         keep: tuple[str, ...] = ()
         if self.config.profile:
@@ -207,7 +331,7 @@ class Supervisor:
         writable, keep = self.confinement_rules()
         flags = ["--scratch", str(self.scratch), *(f for w in writable for f in ("--writable", str(w))),
                  *(f for cap in keep for f in ("--keep", cap))]
-        return flags + (["--require"] if self.record.confinement.get("active") else [])
+        return flags + (["--require"] if self.record.checker_confinement.get("active") else [])
 
     def wait_worker(self) -> int:
         while True:
@@ -220,13 +344,53 @@ class Supervisor:
                 continue
 
     def terminate(self, *_: Any) -> None:
-        """SIGTERM: the judge's time limit (or the judge died): end the worker now."""
+        """SIGTERM: the judge's time limit (or the judge died): end the checker and the runner now."""
         self.record.terminated = True
-        if self.worker_pid:
-            try:
-                os.kill(self.worker_pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for pid in (self.worker_pid, self.runner_pid):
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def end_runner(self, wait_s: float = 5.0) -> int | None:
+        """The runner's exit code once it has ended (None while it runs after `wait_s` seconds)."""
+        with self._lock:
+            if self.record.runner_status is not None or not self.runner_pid:
+                return self.record.runner_status
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    pid, status = os.waitpid(self.runner_pid, os.WNOHANG)
+                except ChildProcessError:
+                    return None
+                if pid:
+                    self.record.runner_status = os.waitstatus_to_exitcode(status)
+                    return self.record.runner_status
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.01)
+
+    def kill_candidate_processes(self) -> int:
+        """Kill the runner's process group and every process of the candidate's left in the tree
+        (no_new_privs, not the checker): before anything is measured without them. How many."""
+        if self.runner_pid <= 0:
+            return 0
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.runner_pid, signal.SIGKILL)
+        tree = proctree.parent_map()
+        spared = {self.worker_pid} | (proctree.descendants(self.worker_pid, tree) if self.worker_pid > 0 else set())
+        with self._lock:
+            spared |= set(self._helpers)
+        victims = [pid for pid in proctree.descendants(os.getpid(), tree)
+                   if pid not in spared and proctree.no_new_privs(pid)]
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with self._lock:
+            self._candidate_killed.update(pid for pid in victims if pid != self.runner_pid)
+        self.end_runner(wait_s=10.0)
+        return len(victims)
 
     def clean_up(self) -> None:
         """Kill everything left in the tree; count what was the candidate's."""
@@ -237,9 +401,11 @@ class Supervisor:
         marked = {pid for pid in proctree.descendants(os.getpid(), before) if proctree.no_new_privs(pid)}
         helper_tree = helpers | {d for h in helpers for d in proctree.descendants(h, before)}
         killed = proctree.kill_tree(os.getpid())
-        candidate = sorted((killed & marked) - helper_tree)
+        with self._lock:
+            earlier = set(self._candidate_killed)  # killed before the baselines or before this clean-up
+        candidate = sorted(((killed & marked) | earlier) - helper_tree - {self.worker_pid, self.runner_pid})
         self.record.killed, self.record.killed_pids = len(candidate), candidate[:50]
-        self.record.killed_other = len(killed) - len(candidate)
+        self.record.killed_other = len(killed - set(candidate))
         self.record.seconds["clean_up"] = round(time.perf_counter() - started, 4)
 
     # ------------------------------------------------------------------ the service
@@ -247,7 +413,20 @@ class Supervisor:
     def handlers(self) -> dict[str, service.Handler]:
         return {"build": self._build, "seal": self._seal, "baselines": self._baselines, "lock": self._make_lock,
                 "profile": self._profile, "references": self._references, "store_references": self._store_references,
-                "judge_kernels": self._judge_kernels, "store_judge_kernels": self._store_judge_kernels}
+                "judge_kernels": self._judge_kernels, "store_judge_kernels": self._store_judge_kernels,
+                "runner_status": self._runner_status}
+
+    def permit(self, pid: int) -> frozenset[str] | None:
+        """What a process may ask: the checker everything, the runner `build`, nobody else anything."""
+        if pid == self.worker_pid:
+            return None
+        if pid == self.runner_pid:
+            return RUNNER_OPS
+        return frozenset()
+
+    def _runner_status(self, message: dict[str, Any]) -> dict[str, Any]:
+        code = self.end_runner(wait_s=min(float(message.get("wait_s") or 0), 30.0))
+        return {"code": code}
 
     def _profile(self, message: dict[str, Any]) -> dict[str, Any]:
         """The profile's processes, started here so each is confined afresh (`profilehost`)."""
@@ -354,6 +533,9 @@ class Supervisor:
 
         if self.sealed is None:
             return {"error": "no baseline parameters were given before the candidate was loaded"}
+        self.kill_candidate_processes()  # measured with no candidate process left
+        if self.runner_pid and self.record.runner_status is None:
+            return {"error": "the candidate's process could not be ended before the baselines"}
         from .trusted import _glob
 
         params = self.sealed
@@ -396,12 +578,13 @@ class Supervisor:
         if self.parent_pid and os.getppid() != self.parent_pid:
             return 3  # the judge died before this process started
         started = time.perf_counter()
+        self.token = _read_token()
         self.prepare()
         server = self._open_service()
         signal.signal(signal.SIGTERM, self.terminate)
         self.record.seconds["prepare"] = round(time.perf_counter() - started, 4)
         started = time.perf_counter()
-        self.start_worker(server)
+        self.start_processes(server)
         self.record.seconds["fork_and_confine"] = round(time.perf_counter() - started, 4)
         self.trusted_env()
         if server is not None:
@@ -410,18 +593,62 @@ class Supervisor:
         self.record.worker_status = os.waitstatus_to_exitcode(status)
         if server is not None:
             server.close()
+        self.kill_candidate_processes()
         self.clean_up()
+        if self.mps is not None:
+            from . import mps
+
+            mps.stop(self.mps)
         self.write_report()
         return self.record.worker_status
 
     def _open_service(self) -> service.Server | None:
         try:
-            server = service.Server(self.trusted, self.handlers())
+            server = service.Server(self.trusted, self.handlers(), permit=self.permit)
         except OSError as exc:
             self.record.service = f"unavailable: {exc}"
             return None
         self.record.service = str(server.path)
         return server
+
+
+DEBUG_STACKS = "KW_DEBUG_STACKS"  # seconds: both children print every thread's stack that often (hangs)
+
+
+def _stack_dumps(every: str) -> None:
+    """With $KW_DEBUG_STACKS=N, the checker and the runner print every thread's Python stack to
+    stderr every N seconds (faulthandler's watchdog): where a hang is shows in the verdict's
+    stderr tail when the time limit ends the evaluation."""
+    try:
+        seconds = float(every)
+    except ValueError:
+        return
+    if seconds > 0:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(seconds, repeat=True, file=sys.stderr)
+
+
+def _read_token() -> str:
+    """The result file's token, given on this process's stdin by the judge; the checker gets it in
+    its environment, the runner never."""
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return ""
+        return sys.stdin.readline().strip()
+    except (OSError, ValueError):
+        return ""
+
+
+def _gpu_expected(config: JudgeConfig) -> bool:
+    """Whether this evaluation will run on a GPU (decided without torch: the checker decides for
+    good; an MPS server started for a CPU evaluation costs nothing but a daemon)."""
+    if str(config.device) == "cpu":
+        return False
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 def _ensure_uvm_device() -> None:

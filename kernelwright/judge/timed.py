@@ -57,18 +57,42 @@ def timing_inputs(problem, config: JudgeConfig, device: str) -> list:
     return make_inputs(problem, config.seed, "given", device)
 
 
-def model_call(model, inputs: list, runner, seed: int) -> Callable[[], object]:
+class TimedCall:
+    """A timed call whose inputs can be written anew before each timing (`refill`): the timer
+    flushes the L2 cache, then refills, then starts its clock, as the checker does for a candidate
+    (it writes every call's inputs right before starting its clock), so a baseline and a candidate
+    find the same things in the cache."""
+
+    def __init__(self, call: Callable[[], object], inputs: list):
+        import torch
+
+        self.call = call
+        self.buffers = [x for x in inputs if isinstance(x, torch.Tensor)]
+        self.pristine = [x.detach().clone() for x in self.buffers]
+
+    def refill(self) -> None:
+        import torch
+
+        with torch.no_grad():
+            for buffer, value in zip(self.buffers, self.pristine, strict=True):
+                buffer.copy_(value)
+
+    def __call__(self):
+        return self.call()
+
+
+def model_call(model, inputs: list, runner, seed: int) -> TimedCall:
     """The timed call: forward under no_grad, or forward + backward when `runner` (a GradRunner)
     says the backward pass is part of the work. Building the backward call runs one forward."""
     if runner is not None:
-        return runner.timed_call(model, inputs, seed)
+        return TimedCall(runner.timed_call(model, inputs, seed), inputs)
     import torch
 
     def call():
         with torch.no_grad():
             return model(*inputs)
 
-    return call
+    return TimedCall(call, inputs)
 
 
 def time_model(call: Callable[[], object], config: JudgeConfig, device: str, measure,

@@ -206,6 +206,16 @@ def _capture_graph(fn: Callable[[], object], clock: _CudaClock):
     return (lambda: replay(graph)), "CUDA graph replays"
 
 
+def _prepare(call: Callable[[], object], flush: "L2Flush | None") -> None:
+    """Before a timed call: the L2 flushed, then the call's inputs written anew where it can
+    (`refill`, see `timed.TimedCall`): the state the judge's checker times candidates in."""
+    if flush is not None:
+        flush()
+    refill = getattr(call, "refill", None)
+    if refill is not None:
+        refill()
+
+
 def _estimate_ms(call: Callable[[], object], clock: _CudaClock, flush: "L2Flush | None") -> float:
     """Per-call time (flush included) from one call, refined with five more when it is short."""
     start, end = clock.event(), clock.event()
@@ -213,8 +223,7 @@ def _estimate_ms(call: Callable[[], object], clock: _CudaClock, flush: "L2Flush 
     for attempt in range(2):
         clock.record(start)
         for _ in range(count):
-            if flush is not None:
-                flush()
+            _prepare(call, flush)
             call()
         clock.record(end)
         clock.synchronize()
@@ -229,8 +238,7 @@ def _timed_reps(call, clock: _CudaClock, flush: "L2Flush | None", reps: int) -> 
     starts = [clock.event() for _ in range(reps)]
     ends = [clock.event() for _ in range(reps)]
     for start, end in zip(starts, ends, strict=False):
-        if flush is not None:
-            flush()
+        _prepare(call, flush)
         clock.record(start)
         call()
         clock.record(end)

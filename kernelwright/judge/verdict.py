@@ -79,6 +79,9 @@ class WorkRecord:
     launches: dict[str, dict[str, int]] = field(default_factory=dict)  # triton / extension / custom_ops
     libraries: list[str] = field(default_factory=list)  # extension libraries that were inspected
     vendor: list[str] = field(default_factory=list)  # vendor libraries or ATen compute found in them
+    threads: dict[str, int] = field(default_factory=dict)  # torch ops seen on other threads (counted in python)
+    own_kernels: int | None = None  # kernels of the candidate's own code seen on the GPU in the trials
+    kernels: dict[str, Any] = field(default_factory=dict)  # most torch work in one call: recorded, unrecorded calls
 
 
 @dataclass
@@ -122,6 +125,7 @@ class Floor:
     bound: str = ""  # "memory" or "compute"
     peak_kind: str = ""  # which matmul rate was used: "fp32", "tf32", "bf16", "fp16", "fp64"
     peak_source: str = ""  # "measured" or "datasheet: <card>" (cold start, before device-peaks ran)
+    warm_bytes: float = 0.0  # input bytes left out of `bytes`: written right before each call, they fit in L2
 
 
 @dataclass

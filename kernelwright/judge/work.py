@@ -97,15 +97,16 @@ def _known(name: str) -> bool:
 
 
 def record(rules: str, ref_ops, buckets: dict, launches: dict, libraries: list[str],
-           vendor: list[str]) -> WorkRecord:
+           vendor: list[str], thread_ops: dict[str, int] | None = None) -> WorkRecord:
     reference = work_counts(ref_ops)
-    python = work_counts(buckets.get("python", {}))
+    python = work_counts(buckets.get("python", {})) + Counter(thread_ops or {})
     extension = work_counts(buckets.get("extension", {}))
     torch = python + extension
     replaced = {k: reference[k] - torch.get(k, 0) for k in reference if reference[k] > torch.get(k, 0)}
     return WorkRecord(rules=rules, reference=dict(reference), torch=dict(torch), python=dict(python),
                       extension=dict(extension), replaced=replaced, launches=launches,
-                      libraries=[Path(p).name for p in libraries], vendor=list(vendor))
+                      libraries=[Path(p).name for p in libraries], vendor=list(vendor),
+                      threads=dict(thread_ops or {}))
 
 
 def _show(counts: dict[str, int]) -> str:
@@ -176,16 +177,21 @@ def vendor_flag(work: WorkRecord) -> Flag | None:
 
 
 def evaluate(rule_set: RuleSet, ref_ops, buckets: dict, launches: dict, libraries: list[str],
-             source: str) -> tuple[WorkRecord, list[Flag]]:
-    """The record and the flags of the checks `rule_set` names (own launches, torch work, vendors)."""
+             source: str, thread_ops: dict[str, int] | None = None,
+             own_kernels: int | None = None) -> tuple[WorkRecord, list[Flag]]:
+    """The record and the flags of the checks `rule_set` names (own launches, torch work, vendors).
+    `thread_ops`: torch compute the runner's profiler saw on threads other than the calling one
+    (the dispatcher's record is per thread): counted as forward's Python."""
     checks = rule_set.check_ids()
     vendor, aten, unreadable = [], Counter(), []
     if "extension_libraries" in checks or "extension_torch_ops" in checks:
         vendor, aten, unreadable = scan_libraries(libraries)
     if "extension_libraries" in checks:
         vendor += scan_source(source)
-    work = record(rule_set.name, ref_ops, buckets, launches, libraries, vendor)
+    work = record(rule_set.name, ref_ops, buckets, launches, libraries, vendor, thread_ops)
+    work.own_kernels = own_kernels
     python_names = {n for n in buckets.get("python", {}) if work_kind(n) is not None}
+    python_names |= {f"{kind} (another thread)" for kind in (thread_ops or {})}
     torch_names = python_names | {n for n in buckets.get("extension", {}) if work_kind(n) is not None}
     work.libraries = [name for name in work.libraries if not any(u.startswith(name + " ") for u in unreadable)]
     work.libraries += unreadable
@@ -195,3 +201,62 @@ def evaluate(rule_set: RuleSet, ref_ops, buckets: dict, launches: dict, librarie
              extension_work_flag(work, aten) if "extension_torch_ops" in checks else None,
              vendor_flag(work) if "extension_libraries" in checks else None]
     return work, [f for f in flags if f is not None]
+
+
+# ---------------------------------------------------------------------------------- the runner's record
+
+
+def phase_calls(observed: dict, phase: str) -> list[dict]:
+    """The runner's per-call records of one profiler phase ("trials" or "timed")."""
+    phases = observed.get("phases") or {}
+    calls = observed.get("calls") or {}
+    return [dict(record) for call, record in calls.items() if phases.get(call) == phase]
+
+
+def per_call_max(records: list[dict], key: str) -> Counter:
+    """Per kind, the most any one call ran (a lazily initialised first call does not count twice)."""
+    found: Counter = Counter()
+    for record in records:
+        for kind, count in (record.get(key) or {}).items():
+            found[kind] = max(found[kind], int(count))
+    return found
+
+
+def thread_ops(observed: dict, phase: str) -> dict[str, int]:
+    """Torch compute on threads other than the calling one, per kind (the most in one call)."""
+    return dict(per_call_max(phase_calls(observed, phase), "thread_ops"))
+
+
+def own_kernels_seen(observed: dict, phase: str) -> int | None:
+    """Kernels of the candidate's own code the profiler saw on the GPU in a phase (None: no kernel
+    record, e.g. a CPU run)."""
+    records = phase_calls(observed, phase)
+    if not records or not any("kernel_us" in r and r.get("kernel_us") for r in records):
+        return None
+    return sum(int(r.get("own_kernels") or 0) for r in records)
+
+
+def split_recorded(observed: dict) -> tuple[list[dict], list[dict]]:
+    """The runner's per-call records of the calls its dispatcher recorded and of all the others."""
+    recorded = {str(n) for n in observed.get("recorded") or []}
+    calls = observed.get("calls") or {}
+    watched = [dict(r) for n, r in calls.items() if n in recorded]
+    unwatched = [dict(r) for n, r in calls.items() if n not in recorded]
+    return watched, unwatched
+
+
+def observed_work_flag(watched: list[dict], unwatched: list[dict], key: str) -> Flag | None:
+    """Calls the judge did not record op by op (most trials, every timed call) must not run more
+    torch work, per kind and per call, than the recorded ones did: a candidate that behaves when
+    watched and hands work to torch otherwise is caught by what ran (`key`: "kernels" on a GPU, the
+    profiler's kernels of every thread; "top_ops" on a CPU, its ATen ops of every thread)."""
+    if not watched or not unwatched:
+        return None
+    seen, unseen = per_call_max(watched, key), per_call_max(unwatched, key)
+    over = {kind: n for kind, n in unseen.items() if n > seen.get(kind, 0)}
+    if not over:
+        return None
+    what = "library/torch kernels" if key == "kernels" else "torch ops"
+    return _flag("observed_work", f"calls the judge did not record op by op ran more {what} than the ones it "
+                 f"recorded ({_show(over)} per call at most, against {_show(dict(seen))}): the work must be the "
+                 "same whether or not a call is watched")

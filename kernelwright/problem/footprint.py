@@ -31,6 +31,7 @@ class Footprint:
     flops: float
     complete: bool = True  # False: the reference did not run on meta; outputs (and backward) not counted
     backward: bool = False  # the backward pass is counted
+    input_bytes: int = 0  # the inputs' share of `bytes` (read once)
 
 
 def tensor_bytes(obj: Any) -> int:
@@ -59,9 +60,10 @@ def measure(problem) -> Footprint:
             with counter:
                 moved = _run(model, inputs, backward, grad_inputs)
         except Exception:  # noqa: BLE001 - meta cannot run it: inputs and parameters only
-            return Footprint(static, 0.0, complete=False)
+            return Footprint(static, 0.0, complete=False, input_bytes=tensor_bytes(inputs))
     rewritten = sum(tensor_bytes(t) for t, v in zip(inputs, versions, strict=True) if v is not None and t._version != v)
-    return Footprint(static + moved + rewritten, float(counter.get_total_flops()), backward=backward)
+    return Footprint(static + moved + rewritten, float(counter.get_total_flops()), backward=backward,
+                     input_bytes=tensor_bytes(inputs))
 
 
 def _run(model, inputs: list, backward: bool, grad_inputs: list[int] | None) -> int:

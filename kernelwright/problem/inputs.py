@@ -18,6 +18,16 @@ def _peak(x: torch.Tensor) -> torch.Tensor:
     return x.detach().abs().amax().clamp_min(1e-6) if x.numel() else torch.tensor(1.0)
 
 
+def _scaled_to(x: torch.Tensor, top: float) -> torch.Tensor:
+    """`x` scaled so that its largest value is `top` (flipped first when it has no positive value)."""
+    if not x.numel():
+        return x
+    largest = x.detach().amax()
+    if largest <= 0:
+        x, largest = -x, (-x).detach().amax()
+    return x * (top / largest.clamp_min(1e-6))
+
+
 # name -> how to turn the given tensor `x` (already drawn under the trial's seed) into the variant.
 # Every map is elementwise with f(0) = 0, so structure the problem promises survives: symmetric
 # matrices stay symmetric, triangular ones triangular, masks and sparsity patterns keep their zeros.
@@ -27,12 +37,18 @@ _VARIANTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "signed": lambda x: x * (2 - 3 * x.abs() / _peak(x)),
     # large magnitude (|x| up to 100): catches overflow and a missing max-subtraction in exp/softmax
     "wide": lambda x: x * (100 / _peak(x)),
+    # +100 reached whatever the signs: the largest positive value scaled to +100 (an all-negative
+    # input is flipped first); -100 likewise. "wide" alone promises magnitude 100, not its sign:
+    # exp(x) overflows only at +89, and a softmax that forgets its max passed on |x| <= 100 with
+    # every large value negative.
+    "wide_pos": lambda x: _scaled_to(x, 100.0),
+    "wide_neg": lambda x: _scaled_to(-x, 100.0).neg(),
     # negated: catches kernels that assume non-negative inputs
     "negated": lambda x: -x,
 }
 
 # the order in which trials walk through variants: trial i uses DEFAULT_CYCLE[i % len]
-DEFAULT_CYCLE = ("given", "signed", "wide", "negated", "given")
+DEFAULT_CYCLE = ("given", "signed", "wide_pos", "wide_neg", "negated")
 
 
 def variant_names() -> list[str]:

@@ -60,8 +60,9 @@ INTERFACE = Rule(
 CORRECT = Rule(
     "correct-outputs", "correct outputs",
     "Several trials with other seeds, cycling through input variants of the floating-point inputs: the "
-    "problem's own `get_inputs()` values, `signed` (mapped onto [-m, m/3], m the largest magnitude), `wide` "
-    "(scaled to magnitude 100) and `negated`; integer inputs (indices, targets) keep the problem's values. "
+    "problem's own `get_inputs()` values, `signed` (mapped onto [-m, m/3], m the largest magnitude), "
+    "`wide_pos` (scaled so the largest value is +100), `wide_neg` (the smallest is -100) and `negated`; "
+    "integer inputs (indices, targets) keep the problem's values. "
     "Outputs must match: same shapes, a dtype at "
     "least as precise, no NaN/Inf the reference lacks, every element within `|out - ref| <= atol*S + "
     "rtol*|ref|` (S = max(1, RMS of the reference output)), and `||out - ref|| / ||ref||` within its "
@@ -88,8 +89,9 @@ FRESH = Rule(
     "Every call computes from its current inputs: no caching by pointer, shape or call count (the judge "
     "refills the same buffers and calls again); every output element is written (fresh memory is "
     "poisoned); inputs stay unchanged, except those the reference itself writes in place, which must then "
-    "hold the reference's values.",
-    ("output_refill", "poisoned_memory", "input_fingerprint"))
+    "hold the reference's values. Timed calls get fresh inputs every call, and a random sample of them is "
+    "checked like a trial.",
+    ("output_refill", "poisoned_memory", "input_fingerprint", "timed_outputs"))
 
 STREAM = Rule(
     "current-stream", "current stream",
@@ -99,8 +101,10 @@ STREAM = Rule(
 NO_TAMPERING = Rule(
     "no-tampering", "no tampering",
     "No monkeypatching of torch, timers, comparisons or the reference module; no reading the judge's "
-    "memory (`gc`, stack frames) or files.",
-    ("identity_snapshot", "source_introspection", "verdict_token"))
+    "memory (`gc`, stack frames) or files (your code runs in a process of its own, which holds none of "
+    "them). The same work on every call: calls the judge does not record op by op may not run more torch "
+    "or library work than the ones it does.",
+    ("identity_snapshot", "source_introspection", "verdict_token", "observed_work"))
 
 OWN_KERNEL = Rule(
     "own-kernel", "an own kernel runs",

@@ -96,7 +96,7 @@ def plant_module():
 
 
 def append_baseline():
-    records = sorted(glob.glob(os.path.join(BASELINES, "*.json")))
+    records = sorted(os.path.join(BASELINES, n) for n in os.listdir(BASELINES) if n.endswith(".json"))
     for record in records:
         with open(record, "a") as handle:
             handle.write(" ")

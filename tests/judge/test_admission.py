@@ -13,7 +13,7 @@ from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_REFERENCE_ON_HOST,
                                           MemoryAdmission, is_oom, memory_key)
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.pool import JudgeJob, JudgePool
-from kernelwright.judge.verdict import ERROR, PASS, Verdict
+from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT, Flag, Verdict
 
 
 @pytest.fixture(autouse=True)
@@ -139,7 +139,12 @@ class SharingPool(JudgePool):
         first_outside = name == "outside" and self.calls.count("outside") == 1
         if crowded or name == "hog" or first_outside or (name in ("tight", "early") and kept):
             verdict.status, verdict.error = ERROR, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
+        if name == "fast" and (crowded or self.calls.count("fast") == 1 and self.running_others):
+            verdict.status, verdict.error = FAIL, "impossible speed"
+            verdict.flags.append(Flag("faster_than_floor", REJECT, "impossible speed", check="speed_of_light_floor"))
         return verdict
+
+    running_others = False
 
 
 def _pool(processes: int = 0, kept: int = 0) -> SharingPool:
@@ -329,3 +334,23 @@ def test_on_a_gpu_a_candidate_that_fits_only_without_the_kept_references_passes_
     flag = verdict.flags[[f.code for f in verdict.flags].index(OOM_REFERENCE_ON_HOST)]
     assert "GiB of reference outputs" in flag.message and "CUDA out of memory" in flag.message
     assert verdict.precision["reference_on_device_bytes"] == 0 and verdict.config["reference_device_share"] == 0.0
+
+
+def test_a_timing_rejection_while_sharing_the_gpu_is_judged_again_alone():
+    """Another evaluation's work beside a timing can make a candidate look faster than the floor's
+    peaks allow (peaks or floor measured while sharing): judged again alone before it is held
+    against the candidate; alone, the verdict stands on its own."""
+    from kernelwright.judge.admission import TIMING_RETRIED
+
+    pool = _pool(processes=1)
+    pool.running_others = True
+    with pool:
+        verdict = pool.judge_many([JudgeJob(PROBLEM, SourceText("x", "fast"))])[0]
+    assert pool.calls == ["fast", "fast"]
+    assert verdict.status == PASS and any(f.code == TIMING_RETRIED and "faster_than_floor" in f.message
+                                          for f in verdict.flags)
+    alone = _pool(processes=0)
+    alone.running_others = True
+    with alone:
+        verdict = alone.judge_many([JudgeJob(PROBLEM, SourceText("x", "fast"))])[0]
+    assert alone.calls == ["fast"] and verdict.status == FAIL

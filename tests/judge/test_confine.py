@@ -120,3 +120,59 @@ def test_without_landlock_the_report_says_why(monkeypatch):
     report = module.confine(Path("/tmp"), [Path("/tmp")])
     assert not report.active and report.reason == "Landlock unavailable (test)"
     assert report.summary().startswith("not enforced: Landlock unavailable")
+
+
+_HIDDEN_PROBE = r"""
+import json, sys
+from pathlib import Path
+from kernelwright.judge.confine import confine
+
+root = Path(sys.argv[1])
+scratch = root / "kw-judge-mine"
+report = confine(scratch, [scratch / "runner"], hidden=[scratch / "work", scratch / "request.json", root / "cache" / "references"])
+seen = {"report": report.to_dict()}
+
+def probe(name, action):
+    try:
+        seen[name] = "ok: " + str(action())
+    except OSError as exc:
+        seen[name] = f"refused: {type(exc).__name__}"
+
+probe("read_own", lambda: (scratch / "runner" / "candidate.py").read_text())
+probe("read_request", lambda: (scratch / "request.json").read_text())
+probe("read_checker", lambda: (scratch / "work" / "cases.pt").read_text())
+probe("list_checker", lambda: len(list((scratch / "work").iterdir())))
+probe("read_store", lambda: (root / "cache" / "references" / "k" / "cases.pt").read_text())
+probe("read_cache_sibling", lambda: (root / "cache" / "torch_extensions" / "lib.so").read_text())
+probe("read_outside", lambda: (root / "shared.txt").read_text())
+print(json.dumps(seen))
+"""
+
+
+@needs_landlock
+def test_hidden_paths_are_unreadable_and_their_siblings_are_not(tmp_path):
+    """The runner's confinement: its own folder, the problem, the caches it loads builds from stay
+    readable; the checker's folder, the request and the reference store do not."""
+    scratch = tmp_path / "kw-judge-mine"
+    for path, text in ((scratch / "runner" / "candidate.py", "c"), (scratch / "request.json", "{}"),
+                       (scratch / "work" / "cases.pt", "refs"), (tmp_path / "cache" / "references" / "k" / "cases.pt", "refs"),
+                       (tmp_path / "cache" / "torch_extensions" / "lib.so", "so"), (tmp_path / "shared.txt", "s")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    done = subprocess.run([sys.executable, "-c", _HIDDEN_PROBE, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["report"]["active"], seen["report"]
+    assert seen["read_own"] == "ok: c" and seen["read_cache_sibling"] == "ok: so" and seen["read_outside"] == "ok: s"
+    for name in ("read_request", "read_checker", "list_checker", "read_store"):
+        assert seen[name] == "refused: PermissionError", (name, seen[name])
+    assert len(seen["report"]["unreadable"]) == 3
+
+
+def test_readable_paths_expands_the_way_to_each_hidden_path(tmp_path):
+    (tmp_path / "a" / "hide").mkdir(parents=True)
+    (tmp_path / "a" / "keep").mkdir()
+    (tmp_path / "b").mkdir()
+    grants, _ = readable_paths(tmp_path / "b", set(), [tmp_path / "a" / "hide"])
+    assert tmp_path / "a" / "keep" in grants and tmp_path / "a" / "hide" not in grants
+    assert tmp_path / "a" not in grants  # expanded, not granted whole

@@ -6,8 +6,8 @@ stages in one process (no sandbox) on the CPU with a lock that logs each taking,
 whose measurement, energy meter and energy window log whether the lock is held, and a kernel-times
 pass that logs the same; then checks the order the stages now promise:
 
-- the timing repeats, the energy window and then the kernel-times forwards in ONE exclusive hold
-  (the meter opened before it, the profiler's events read after it);
+- the timing repeats and the energy window in ONE exclusive hold (the meter opened before it,
+  the runner's record of the timed calls read after it);
 - all trials in one shared hold (per-trial holds were slower on the H100);
 - `verdict.device_lock` counting the holds.
 """
@@ -25,14 +25,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = textwrap.dedent("""\
-    import contextlib, json, sys, tempfile, types
+    import contextlib, json, sys, tempfile
     from pathlib import Path
-    from kernelwright.judge import gpulock, kernel_times, timing
+    from kernelwright.judge import gpulock, timing
     from kernelwright.judge.api import make_request
+    from kernelwright.judge.checker import link, timed_calls
+    from kernelwright.judge.checker.main import evaluate
+    from kernelwright.judge.checker.stages import time as time_stage
+    from kernelwright.judge.checker.stages.context import ResultWriter
     from kernelwright.judge.config import JudgeConfig
-    from kernelwright.judge.stages.context import ResultWriter
     from kernelwright.judge.verdict import TimingStats
-    from kernelwright.judge.worker import evaluate
 
     log, held = [], []
 
@@ -60,37 +62,34 @@ PROBE = textwrap.dedent("""\
     def state():
         return held[-1] if held else "none"
 
-    def measure(fn, config, device):
-        fn()
+    def measure(self, _call=None, config=None, device=None):
+        self.one(check=True)  # a real timed call, checked
         log.append(["repeat", state()])
         return TimingStats(0.1, 0.001, 0.1, 0.1, 0.1, 20, "wall_cpu"), []
 
-    def open_energy_meter(config, device):
+    def open_energy_meter(ctx, timing_module, device):
         log.append(["open meter", state()])
         return "the meter"
 
-    def energy_per_call(fn, config, device, meter=None):
-        fn()
+    def measure_energy(ctx, runner_link, device, meter):
         log.append(["energy", state(), meter])
         return {"method": "nvml-energy", "joules": 0.5, "seconds": 0.2, "calls": 100, "avg_watts": 2.5,
                 "samples": 10, "note": "", "power_joules": 0.5, "joules_per_call": 0.005, "available": True}
 
-    def record(forward, device, calls=5):
-        forward()
-        log.append(["kernels recorded", state()])
-        return "the recording"
+    real_report = link.RunnerLink.report
 
-    def read(recording):
-        log.append(["kernels read", state(), recording])
-        return {"available": True, "kernels": []}
+    def report(self):
+        log.append(["report", state()])
+        return real_report(self)
 
     gpulock.lock_for = lambda device, cache_dir=None: Lock()
-    kernel_times.record, kernel_times.read = record, read
-    fake = types.SimpleNamespace(measure=measure, open_energy_meter=open_energy_meter, energy_per_call=energy_per_call)
+    timed_calls.TimedCalls.measure = measure
+    time_stage.open_energy_meter, time_stage.measure_energy = open_energy_meter, measure_energy
+    link.RunnerLink.report = report
     config = JudgeConfig(device="cpu", baselines=(), trials=3, cache_dir=tempfile.mkdtemp(),
                          overrides={"batch_size": 2, "dim": 64})
     request = make_request(Path(sys.argv[1]), Path(sys.argv[2]), config, Path(tempfile.mkdtemp()))
-    verdict = evaluate(request, ResultWriter(request, ""), {"timing": fake}, [])
+    verdict = evaluate(request, ResultWriter(request, ""), {"timing": timing}, [])
     print(json.dumps({"status": verdict.status, "error": verdict.error, "log": log, "trials": len(verdict.trials),
                       "device_lock": verdict.device_lock, "energy": verdict.energy}))
     """)
@@ -125,15 +124,14 @@ def test_a_passing_candidate_takes_the_device_exclusively_once_and_the_trials_sh
     found = run_probe(tmp_path, kernelbench)
     assert found["status"] == "pass", found["error"]
     log = found["log"]
-    # the timing repeats, then the energy window, then the kernel-times forwards: one hold
-    assert holds(log, "exclusive") == [["repeat", "repeat", "energy", "kernels recorded"]]
+    # the timing repeats (each a real timed call), then the energy window: one hold
+    assert holds(log, "exclusive") == [["repeat", "repeat", "energy"]]
     assert ["open meter", "none"] in log and ["energy", "exclusive", "the meter"] in log
-    assert ["kernels read", "none", "the recording"] in log  # the events are read after the hold
-    # the reference, ModelNew's construction, the trials (the first with the output-cache refill),
-    # the timed call's construction: shared holds
-    assert len(holds(log, "shared")) == 1 + 1 + 1 + 1 and found["trials"] == 3
+    assert ["report", "none"] in log  # the runner's record of the timed calls, read after the hold
+    # the reference, ModelNew's construction, the trials (the first with the output-cache refill)
+    assert len(holds(log, "shared")) == 1 + 1 + 1 and found["trials"] == 3
     lock = found["device_lock"]
-    assert lock["exclusive"]["holds"] == 1 and lock["shared"]["holds"] == 4
+    assert lock["exclusive"]["holds"] == 1 and lock["shared"]["holds"] == 3
     assert lock["exclusive"]["held_s"] >= 0 and set(lock["shared"]) == {"holds", "held_s"}
     # the energy record is the meter's, fields unchanged
     assert found["energy"]["joules_per_call"] == 0.005 and found["energy"]["method"] == "nvml-energy"
@@ -156,7 +154,4 @@ def test_on_the_gpu_a_passing_triton_candidate_holds_the_device_exclusively_once
         assert taken == 1, note
     else:  # the device is given back for the pause before each later repeat
         assert taken in (2, 3), (taken, note)
-    assert verdict.device_lock["shared"]["holds"] == 1 + 1 + 1 + 1
-    # its kernel JIT-compiled, and its launcher built, at the first launch with the shared hold given
-    # up (jitpause): twice at least
-    assert verdict.device_lock["shared"].get("let_go", 0) >= 2, verdict.device_lock
+    assert verdict.device_lock["shared"]["holds"] == 1 + 1 + 1

@@ -88,3 +88,27 @@ def test_a_request_line_longer_than_the_limit_gets_no_answer_and_the_service_goe
         assert service.call("echo", value=1) == {"got": 1}
     finally:
         server.close()
+
+
+def test_what_a_process_may_ask_depends_on_which_process_asks(tmp_path, monkeypatch):
+    """The supervisor's rule (`Supervisor.permit`): the checker everything, the runner `build`
+    only, any other process (a child of the runner's) nothing."""
+    from kernelwright.judge.supervisor import RUNNER_OPS
+
+    me = os.getpid()
+    roles = {"me": None}
+    server = service.Server(tmp_path, {"build": lambda m: {"built": 1}, "references": lambda m: {"entry": "x"}},
+                            permit=lambda pid: roles["me"] if pid == me else frozenset())
+    server.start()
+    try:
+        monkeypatch.setenv(service.ENV_VAR, str(server.path))
+        assert service.call("references") == {"entry": "x"}  # as the checker
+        roles["me"] = RUNNER_OPS  # as the runner
+        assert service.call("build") == {"built": 1}
+        with pytest.raises(service.ServiceError, match="may not ask 'references'"):
+            service.call("references")
+        roles["me"] = frozenset()  # as anything else
+        with pytest.raises(service.ServiceError, match="may not ask 'build'"):
+            service.call("build")
+    finally:
+        server.close()

@@ -82,20 +82,17 @@ PROBE = textwrap.dedent("""\
     from kernelwright.judge import baseline, timed, timing
     from kernelwright.judge.api import make_request
     from kernelwright.judge.config import JudgeConfig
-    from kernelwright.judge.stages.context import ResultWriter
-    from kernelwright.judge.worker import evaluate
+    from kernelwright.judge.checker.main import evaluate
+    from kernelwright.judge.checker.stages.context import ResultWriter
 
     problem, candidate = sys.argv[1], sys.argv[2]
     seen = []
     real = timed.time_model
 
     def recorder(call, config, device, measure, hold=None, **rest):
-        seen.append({"config": config.to_dict(), "device": device, "measure": measure is timing.measure,
-                     "hold": hold is not None, "out": [t.detach().clone() for t in _flat(call())]})
+        seen.append({"config": config.to_dict(), "device": device, "measure": getattr(measure, "__qualname__", ""),
+                     "hold": hold is not None, "refill": hasattr(call, "refill")})
         return real(call, config, device, measure, hold=hold, **rest)
-
-    def _flat(out):
-        return [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
 
     timed.time_model = recorder
     config = JudgeConfig(device="cpu", baselines=(), trials=2, energy_ms=0, warmup_ms=1.0, rep_ms=5.0, min_reps=3,
@@ -103,10 +100,7 @@ PROBE = textwrap.dedent("""\
     request = make_request(problem, candidate, config, Path(tempfile.mkdtemp()))
     verdict = evaluate(request, ResultWriter(request, ""), {"timing": timing}, [])
     baseline.time_baseline(problem, {}, JudgeConfig.from_dict(request.config), "cpu", "eager")
-    same_out = len(seen) == 2 and all(torch.equal(a, b) for a, b in zip(seen[0]["out"], seen[1]["out"]))
-    for s in seen:
-        s.pop("out")
-    print(json.dumps({"status": verdict.status, "error": verdict.error, "seen": seen, "same_out": same_out,
+    print(json.dumps({"status": verdict.status, "error": verdict.error, "seen": seen,
                       "note": verdict.timing.note if verdict.timing else None}))
     """)
 
@@ -124,16 +118,21 @@ def probe(tmp_path: Path, source: str) -> dict:
 
 
 @pytest.mark.parametrize("source", [FORWARD, BACKWARD], ids=["forward", "forward+backward"])
-def test_candidate_and_baseline_are_timed_by_one_function_with_the_same_arguments(tmp_path, source):
+def test_candidate_and_baseline_are_timed_by_one_repeat_rule_with_the_same_arguments(tmp_path, source):
+    """The candidate by the checker's timed calls (fresh inputs written before each call's clock
+    starts, a sample checked), its baseline by timing.measure with the same flush-then-refill
+    before each call: one repeat rule, the same parameters, the device held exclusively."""
     found = probe(tmp_path, source)
     assert found["status"] == "pass", found["error"]
     candidate, base = found["seen"]  # the time stage's call, then the baseline's
     assert candidate["config"] == base["config"]  # same timing parameters (warm-up, reps, flush, graphs)
     assert candidate["device"] == base["device"] == "cpu"
-    assert candidate["measure"] and base["measure"]  # both measured by timing.measure itself
+    assert candidate["measure"] == "TimedCalls.measure" and base["measure"] == "measure"
+    assert base["refill"]  # the baseline's inputs are written anew before each timed call, as the candidate's
     assert candidate["hold"] and base["hold"]  # both with the device held exclusively
-    assert found["same_out"]  # same inputs, same work (forward, or forward + backward gradients)
-    assert "repeats" in (found["note"] or "") or "noisy" in (found["note"] or "")
+    note = found["note"] or ""
+    assert ("repeats" in note or "noisy" in note) and "timed calls checked" in note
+    assert ("forward + backward" in note) == (source is BACKWARD)
 
 
 def stats(median: float, iqr: float) -> TimingStats:

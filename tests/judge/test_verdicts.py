@@ -127,13 +127,13 @@ def test_hang_becomes_a_timeout_verdict(verdicts):
 def test_segfault_becomes_a_verdict_with_the_candidate_line(verdicts):
     v = verdicts["relu_segfault"]
     assert v.status == FAIL and v.stage == "check"
-    assert v.process.signal == "SIGSEGV" and "segmentation fault" in v.error
+    assert "killed by SIGSEGV" in v.error and "segmentation fault" in v.error  # the runner died, the checker judged
     assert "relu_segfault.py" in v.error and "line 10" in v.error
 
 
 def test_silent_exit_is_not_a_pass(verdicts):
     v = verdicts["relu_exit"]
-    assert v.status == FAIL and "without finishing its verdict" in v.error
+    assert v.status == FAIL and "the candidate's process exited (code 0)" in v.error  # the checker judged on
 
 
 def test_input_mutation_is_rejected(verdicts):
@@ -168,9 +168,9 @@ def test_patched_timers_are_rejected(verdicts):
 
 def test_a_candidate_that_replaces_the_judges_comparison_is_judged_by_the_real_one(verdicts):
     v = verdicts["relu_patch_compare"]
-    assert v.status == FAIL and "monkeypatch" in flag_codes(v)
-    assert "kernelwright.judge.check.compare" in v.error and "kernelwright.judge.gpucompare.error_stats" in v.error
-    assert not v.trials[0].ok
+    # it patched a copy of the comparison in its own process: the checker's, in another, judged it
+    assert v.status == FAIL and v.trials and not any(t.ok for t in v.trials)
+    assert "differs from the reference" in v.trials[0].message
 
 
 def test_tf32_switch_is_rejected(verdicts):
@@ -225,13 +225,13 @@ def test_every_sandboxed_verdict_records_its_isolation(verdicts):
 
 
 def test_correct_matmul_summing_in_another_order_passes_the_wide_trial(verdicts):
-    """K = 2048 on signed inputs scaled to |x| <= 100: rounding differences of the sums (~3e-2)
+    """K = 2048 on signed inputs scaled to |x| >= 100: rounding differences of the sums (~3e-2)
     far exceed atol = 1e-4 where outputs cancel towards zero; the scale-aware rule (atol * RMS)
     accepts them, the relative L2 error (~3e-7) shows the result is right."""
     v = verdicts["matmul_blocked_k"]
     assert v.status == PASS, v.error
     wide = v.trials[2]
-    assert wide.variant == "wide" and wide.ok and wide.fallback_from is None
+    assert wide.variant == "wide_pos" and wide.ok and wide.fallback_from is None
     assert wide.max_abs_err > 1e-3 and wide.atol_scale > 1e3
     assert wide.rel_l2_err < 1e-6
     assert all(t.max_abs_err is not None and t.max_rel_err is not None for t in v.trials)

@@ -1,6 +1,11 @@
 """What every stage of one evaluation shares: the request, the settings, the verdict being written,
-where it is written, the judge's own modules, the stage clock. Stage results are not kept here:
-each stage returns its own typed record (`records`), and the next stage takes it as its input.
+where it is written, the judge's own modules, the stage clock, the runner (`link`). Stage results
+are not kept here: each stage returns its own typed record (`records`), and the next stage takes
+it as its input.
+
+The runner runs only while this evaluation holds the device (`on_device`): it is stopped
+(SIGSTOP) whenever the hold is given up, so a thread the candidate left running cannot use the GPU
+while another evaluation times or a baseline is measured.
 """
 from __future__ import annotations
 
@@ -14,10 +19,10 @@ from typing import Any, Callable, Iterator
 
 from kernelwright.files import atomic_write
 
-from ..api import JudgeRequest
-from ..config import JudgeConfig
-from ..stagetimes import LockUse, StageTimer
-from ..verdict import Flag, Verdict
+from ...api import JudgeRequest
+from ...config import JudgeConfig
+from ...stagetimes import LockUse, StageTimer
+from ...verdict import Flag, Verdict
 
 _perf_counter = time.perf_counter  # captured before candidate code can replace it
 
@@ -66,6 +71,8 @@ class Context:
     candidate_path: Path | None = None
     candidate_source: str = ""
     stopped: bool = False
+    link: Any = None  # the runner (`checker.link.RunnerLink`), once stages.compile has started it
+    runner: Any = None  # the runner process (`checker.main.RunnerProcess`): pid, how it ended
 
     def flag(self, flag: Flag | None) -> None:
         if flag is not None and all((f.code, f.message) != (flag.code, flag.message) for f in self.verdict.flags):
@@ -92,7 +99,21 @@ class Context:
             held.enter_context(self.lock_use.held(kind))
             self.holding = (lock, kind)
             held.callback(setattr, self, "holding", None)
+            held.enter_context(self.runner_awake())
             yield
+
+    @contextlib.contextmanager
+    def runner_awake(self) -> Iterator[None]:
+        """The runner continued for the duration (stopped again after), when there is one."""
+        runner = self.runner
+        if runner is None or not runner.frozen_between_holds:
+            yield
+            return
+        runner.thaw()
+        try:
+            yield
+        finally:
+            runner.freeze()
 
     @contextlib.contextmanager
     def off_device(self, idle: Callable[[], bool]) -> Iterator[None]:
@@ -116,7 +137,7 @@ class Context:
 
 
 def describe_exception(exc: BaseException, path: Path | None, what: str) -> str:
-    from ...problem.errors import line_in_file
+    from ....problem.errors import line_in_file
 
     line = line_in_file(exc, path) if path else None
     where = f" ({path}, line {line})" if line else ""
@@ -143,7 +164,7 @@ def install_build_cache(ctx: Context):
     kwcompile = ctx.modules.get("compile")
     if kwcompile is None:
         return None
-    from ..api import default_cache_dir
+    from ...api import default_cache_dir
 
     try:
         return kwcompile.install_build_cache(default_cache_dir(ctx.config))

@@ -9,18 +9,18 @@ import os
 import time
 from typing import Any
 
-from ..config import JudgeConfig
-from ..verdict import ERROR
+from ...config import JudgeConfig
+from ...verdict import ERROR
 from .context import Context, describe_exception, install_build_cache, read_text
 from .records import Loaded
 
 
 def run(ctx: Context) -> Loaded | None:
     """Load the problem and every trial's reference output; None when the verdict is decided."""
-    from ...problem import ProblemError, load_problem
-    from ...problem.reference import describe_reference
-    from .. import check, grad, guards
-    from .. import reference as refside
+    from ....problem import ProblemError, load_problem
+    from ....problem.reference import describe_reference
+    from ... import check, grad, guards
+    from ... import reference as refside
     from . import reference as refstage
 
     ctx.writer.stage(ctx.verdict, "load")
@@ -89,7 +89,7 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
     the seal, outside the device's hold. Without it the comparison takes the torch path."""
     from pathlib import Path
 
-    from .. import gpucompare, judgekernels, service
+    from ... import gpucompare, judgekernels, service
 
     dtypes = gpucompare.wanted([o for case in loaded.cases for o in case.ref_outputs], loaded.device)
     if not dtypes:
@@ -109,10 +109,10 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
 def compute_references(ctx: Context, problem, device: str, sync, backward, room):
     """Every trial's reference outputs, computed here within `room` (a `check.DeviceRoom`) as a
     `refcases.References`; None when the problem's own code failed (the verdict is then decided)."""
-    from ...problem.ops import record_aten_ops
-    from ...problem.reference import TritonLaunchRecorder
-    from .. import check
-    from ..refcases import References
+    from ....problem.ops import record_aten_ops
+    from ....problem.reference import TritonLaunchRecorder
+    from ... import check
+    from ...refcases import References
 
     try:
         reference = problem.make_model(ctx.config.seed, device)
@@ -131,8 +131,8 @@ def compute_references(ctx: Context, problem, device: str, sync, backward, room)
 
 
 def device_lock(ctx: Context, device: str):
-    from .. import gpulock, service
-    from ..api import default_cache_dir
+    from ... import gpulock, service
+    from ...api import default_cache_dir
 
     lock = gpulock.lock_for(device, default_cache_dir(ctx.config))
     if isinstance(lock, gpulock.NoLock):
@@ -149,7 +149,7 @@ def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
     """Tell the supervisor, before any candidate code exists in this process, what its baselines
     are measured for (sizes, device, the device's name): it accepts these once, so a candidate
     cannot have baselines measured, and cached, for other parameters in its name."""
-    from .. import service
+    from ... import service
 
     if not service.available():
         return
@@ -187,7 +187,7 @@ def environment(ctx: Context, device: str) -> dict[str, Any]:
 
 
 def record_precision(ctx: Context, loaded: Loaded) -> None:
-    from .. import check, guards
+    from ... import check, guards
 
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in loaded.cases[0].ref_outputs})
     tolerances = {d: dict(zip(("atol_rtol", "rel_l2"), ctx.config.tolerance_for(d), strict=True)) for d in dtypes}

@@ -7,7 +7,7 @@ from .records import Checked
 
 
 def run(ctx: Context, checked: Checked) -> None:
-    from ..profiling import profile_report
+    from ...profiling import profile_report
 
     loaded = checked.loaded
     ctx.writer.stage(ctx.verdict, "profile")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..admission import PEAK_KEY
-from ..verdict import FAIL, INFO, PASS, Flag, Verdict
+from ...admission import PEAK_KEY
+from ...verdict import FAIL, INFO, PASS, Flag, Verdict
 from .context import Context
 
 
@@ -13,7 +13,7 @@ def finalize(ctx: Context, final: bool = True) -> None:
     verdict = ctx.verdict
     verdict.stage_seconds.update(ctx.timer.rounded())
     verdict.device_lock = ctx.lock_use.to_dict() or None
-    record_gpu_peak(verdict)
+    record_gpu_peak(verdict, getattr(ctx.runner, "last_report", None) or {})
     if not ctx.stopped:
         trials_ok = len(verdict.trials) >= ctx.config.trials and all(t.ok for t in verdict.trials)
         verdict.status = PASS if trials_ok and not verdict.reject_flags() else FAIL
@@ -24,14 +24,19 @@ def finalize(ctx: Context, final: bool = True) -> None:
         ctx.flag(Flag("judge_note", INFO, note))
 
 
-def record_gpu_peak(verdict: Verdict) -> None:
-    """The most GPU memory this worker's caching allocator held (the pool's admission estimate)."""
+def record_gpu_peak(verdict: Verdict, runner_report: dict) -> None:
+    """The most GPU memory the caching allocators of this process and of the runner held (the
+    pool's admission estimate; the runner's as it reported it at its end)."""
     torch = sys.modules.get("torch")
+    mine = 0
     if torch is not None and torch.cuda.is_initialized():
         try:
-            verdict.environment[PEAK_KEY] = int(torch.cuda.max_memory_reserved())
+            mine = int(torch.cuda.max_memory_reserved())
         except Exception:  # noqa: BLE001 - a broken CUDA context: no measurement, nothing else lost
-            pass
+            mine = 0
+    theirs = int(runner_report.get("gpu_peak_bytes") or 0)
+    if mine or theirs:
+        verdict.environment[PEAK_KEY] = mine + theirs
 
 
 def summarize_failure(verdict: Verdict) -> str:

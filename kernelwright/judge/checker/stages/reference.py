@@ -27,7 +27,7 @@ _perf_counter = time.perf_counter
 def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the store's reply, the entry's payload `read` on the CPU on a verified hit, else None). No
     device work: runs before the worker holds the device."""
-    from .. import guards, refcases, service
+    from ... import guards, refcases, service
 
     if not service.available() or ctx.config.reference_cache_entry_bytes <= 0:
         return None, None
@@ -51,7 +51,7 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, d
 def place(ctx: Context, reply: dict[str, Any] | None, entry: dict[str, Any] | None, device: str, room):
     """A hit's References on the device within `room` (a `check.DeviceRoom`; under the hold), or
     None: then they are computed."""
-    from .. import refcases
+    from ... import refcases
 
     if reply is None or entry is None:
         return None
@@ -79,7 +79,7 @@ class Staged:
 def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) -> Staged | None:
     """Whether freshly computed references (in `compute_s` seconds) go to the store; their CPU copies
     if so. Under the hold (the copies read the device); `store` writes them after it."""
-    from .. import refcases
+    from ... import refcases
 
     if reply is None:
         return None
@@ -106,7 +106,7 @@ def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) ->
 def store(ctx: Context, staged: Staged | None) -> dict[str, Any] | None:
     """Write staged references and ask the supervisor to publish them (no device work: after the
     hold); what happened, for the verdict."""
-    from .. import refcases, service
+    from ... import refcases, service
 
     if staged is None or staged.payload is None:
         return staged.record if staged is not None else None
@@ -146,7 +146,7 @@ def open_context(device: str) -> None:
 
 def device_room(device: str, config):
     """What the reference outputs may keep on the GPU (a `check.DeviceRoom`: nothing off a GPU)."""
-    from ..check import DeviceRoom
+    from ...check import DeviceRoom
 
     if not device.startswith("cuda"):
         return DeviceRoom()

@@ -1,0 +1,125 @@
+"""The timed calls: each one on inputs nobody has seen before, some of them checked.
+
+Every timed call is a `RunnerLink.call` like a trial's (the runner cannot tell them apart by how
+they are made), on inputs drawn from `get_inputs()` under a seed the checker draws from the
+operating system's random source for that call alone (never a trial's, never repeated), in the
+"given" variant. A random sample of each repeat's calls (`SAMPLE_SHARE`, at least `SAMPLE_MIN`,
+chosen before the repeat starts) is compared with the reference run here on the same inputs: a
+candidate that computes correctly only when it expects to be checked, or returns what it computed
+before, fails (`timed_outputs`).
+
+`measure()` has the signature of `timing.measure` for `timed.time_model`: repeats, the repeat
+rule, the exclusive hold and the pause between repeats are the timer's, as for the baselines.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+from ..verdict import REJECT, Flag, TimingStats
+
+SAMPLE_SHARE = 0.1
+SAMPLE_MIN = 3
+TIMED = "timed"
+
+
+class TimedCallFailed(Exception):
+    """The candidate raised, or its process died, during a timed call (the message says which)."""
+
+
+@dataclass
+class TimedCalls:
+    """The timed calls of one candidate (see the module docstring)."""
+
+    link: object  # checker.link.RunnerLink
+    loaded: object  # stages.records.Loaded
+    config: object  # JudgeConfig
+    share: object  # callable(pristine, grad_outputs): the shared buffers shaped for these inputs
+    rng: random.Random = field(default_factory=random.SystemRandom)
+    reference: object = None
+    numbers: list[int] = field(default_factory=list)  # the runner's call numbers that were timed
+    checked: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ one call
+
+    def one(self, check: bool) -> float:
+        """One timed call on fresh inputs (compared with the reference when `check`); its time in ms."""
+        from ..check import make_inputs
+
+        loaded = self.loaded
+        seed = self.rng.randrange(1 << 20, 1 << 31)
+        pristine = make_inputs(loaded.problem, seed, "given", loaded.device)
+        grad_outputs = self._grad_outputs(seed)
+        self.share(pristine, grad_outputs)
+        result = self.link.call(pristine, grad_outputs, phase=TIMED)
+        if result.error is not None:
+            raise TimedCallFailed(result.error)
+        self.numbers.append(result.n)
+        if check:
+            self._compare(pristine, grad_outputs, result, seed)
+        return float(result.ms or 0.0)
+
+    def _grad_outputs(self, seed: int) -> list:
+        backward = self.loaded.backward
+        if backward is None:
+            return []
+        template = [o.to(self.loaded.device) for o in self.loaded.cases[0].ref_outputs]
+        return list(backward.grad_outputs(template, seed))
+
+    def _compare(self, pristine: list, grad_outputs: list, result, seed: int) -> None:
+        import torch
+
+        from ..check import compare, flatten_outputs
+
+        self.checked += 1
+        loaded = self.loaded
+        if self.reference is None:
+            self.reference = loaded.problem.make_model(self.config.seed, loaded.device)
+        inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in pristine]
+        torch.manual_seed(seed)
+        if loaded.backward is None:
+            with torch.no_grad():
+                expected = flatten_outputs(self.reference(*inputs))
+            found = compare(result.outputs, [e.detach() for e in expected], self.config, loaded.device)
+        else:
+            expected_out, grads = loaded.backward.run(self.reference, inputs, seed)
+            found = compare(result.outputs, [e.detach() for e in flatten_outputs(expected_out)], self.config,
+                            loaded.device)
+            for name, grad in grads.items():
+                if found.ok and name in result.grads:
+                    found = compare([result.grads[name]], [grad.detach()], self.config, loaded.device)
+        if not found.ok:
+            self.mismatches.append(f"timed call {len(self.numbers)}: {found.message}")
+
+    # ------------------------------------------------------------------ one repeat
+
+    def measure(self, _call=None, config=None, device=None) -> tuple[TimingStats, list[Flag]]:
+        """One repeat: an estimate, warm-up calls, then the timed calls with a random sample checked."""
+        from .. import timing
+
+        config = config or self.config
+        estimate = self.one(check=False)
+        for _ in range(timing.warmup_count(estimate, config)):
+            self.one(check=False)
+        reps = timing.rep_count(estimate, config)
+        sample = set(self.rng.sample(range(reps), min(reps, max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * reps)))))
+        first = len(self.numbers)
+        times = [self.one(check=index in sample) for index in range(reps)]
+        if getattr(self.link, "self_time", False):  # no MPS: the runner's own events are the clock
+            mine = self.link.runner_times(self.link.report())
+            times = [mine.get(n, t) for n, t in zip(self.numbers[first:], times, strict=True)]
+        gpu = str(self.loaded.device).startswith("cuda")
+        note = "" if gpu else "CPU wall time: not GPU performance"
+        stats = timing.summarize(times, self.link.clock, l2_flushed=gpu, note=note)
+        return stats, self.flags() + timing._noise_flags(stats)
+
+    def flags(self) -> list[Flag]:
+        if not self.mismatches:
+            return []
+        shown = "; ".join(self.mismatches[:3]) + (f"; and {len(self.mismatches) - 3} more" if len(self.mismatches) > 3
+                                                  else "")
+        return [Flag("timed_mismatch", REJECT, f"{len(self.mismatches)} of the {self.checked} timed calls checked "
+                     f"returned wrong outputs for their inputs ({shown}): every call must compute its own inputs' "
+                     "result, whether or not it is checked", check="timed_outputs")]
