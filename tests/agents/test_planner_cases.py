@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from conftest import HANDWRITTEN_RELU
-
 from kernelwright.agents import AgentContext, CandidateView, Planner
 
-FASTER = HANDWRITTEN_RELU.replace("BLOCK=1024)", "BLOCK=4096, num_warps=8)").replace(
-    "triton.cdiv(n, 1024)", "triton.cdiv(n, 4096)")
+
+def faster(code: str) -> str:
+    """The hand-written ReLU candidate with wider blocks: what a better child of it changes."""
+    return code.replace("BLOCK=1024)", "BLOCK=4096, num_warps=8)").replace("triton.cdiv(n, 1024)", "triton.cdiv(n, 4096)")
 
 
 def _ctx(relu_context, **changes) -> AgentContext:
@@ -26,7 +26,7 @@ def test_a_first_version_planner_is_not_told_to_read_a_candidate(relu_context):
 
 def test_a_planner_beside_a_better_candidate_sees_its_change_as_a_diff(relu_context):
     base = relu_context.parent
-    best = CandidateView(id="c4", code=FASTER, status="pass", speedup=1.4, approach="wider blocks: 4096 per program",
+    best = CandidateView(id="c4", code=faster(base.code), status="pass", speedup=1.4, approach="wider blocks: 4096 per program",
                          made_from=base.id)
     user = Planner().render(_ctx(relu_context, parent=base, best=best))[-1].content
     assert "# Best candidate so far (`c4`): its code as a diff to `c2`" in user
