@@ -25,7 +25,7 @@ def test_judge_json_output_and_exit_code_for_a_pass():
                                     str(REPO / "examples/candidates/row_softmax.py"), "--json", "--no-time",
                                     "--trials", "2", "--set", "batch_size=4", "--set", "dim=100"])
     assert result.exit_code == 0, result.output
-    verdict = json.loads(result.output)
+    verdict = json.loads(result.stdout)
     assert verdict["status"] == "pass" and verdict["overrides"] == {"batch_size": 4, "dim": 100}
     assert len(verdict["trials"]) == 2
 
@@ -60,7 +60,7 @@ def test_baseline_command_on_a_problem_file():
     result = runner.invoke(_app(), ["baseline", str(REPO / "examples/problems/scale_bias_gelu.py"),
                                     "--device", "cpu", "--set", "batch_size=8", "--json"])
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)
     (entry,) = data.values()
     assert entry["eager"]["median_ms"] > 0 and entry["eager"]["method"] == "wall_cpu"
 

@@ -224,7 +224,7 @@ def test_the_cli_single_judge_holds_a_ledger_entry_and_waits_for_other_judges(ju
     cli.join(20)
     assert result["run"].exit_code == 0, result["run"].output
     assert seen == [("evaluate", "0", [os.getpid()])]
-    assert json.loads(result["run"].output)["stage_seconds"]["admission_wait"] >= 0.5
+    assert json.loads(result["run"].stdout)["stage_seconds"]["admission_wait"] >= 0.5
     assert _ledger(tmp_path).entries() == []
 
 

@@ -1,8 +1,8 @@
 """The checker's side of the call channel: the candidate's inputs written, its calls made and timed,
 its outputs copied out of the runner's memory, all from this (trusted) process.
 
-One call on a GPU (`RunnerLink.call`), all enqueued on the checker's stream before the runner is
-told to go:
+One call on a GPU (`RunnerLink.call`): the call's message goes to the runner first, then this
+process enqueues on its stream:
 
     wait gate >= n        the runner is at this call (it wrote `gate` on its stream)
     flush L2              a read of twice the L2 (`timing.L2Flush`)
@@ -15,7 +15,11 @@ told to go:
 
 When the reply names outputs elsewhere than predicted (the first call, an allocation that moved),
 they are copied when the reply arrives and the clock stops there instead (later, so never in the
-candidate's favour). Work the runner leaves running past `done` (another stream, a thread) is not
+candidate's favour). The message goes first because launching a kernel may synchronize the
+launching process's context (CUDA loads modules lazily): a checker that enqueued `wait gate` and
+then launched its first L2 flush before telling the runner to start would wait for a `gate` the
+runner never heard to write. Sent first, every wait of either stream depends only on work already
+enqueued by the other side. Work the runner leaves running past `done` (another stream, a thread) is not
 in the copies: such a call's outputs are wrong. The clock is this process's CUDA events on its own
 stream; the runner's work lies between them because the flag words order the two streams. This
 needs the two processes to share the GPU without context switches (a private MPS server,
@@ -83,8 +87,17 @@ class RunnerLink:
 
     def request(self, header: dict[str, Any], payloads: list[bytes] | None = None, fds: list[int] | None = None,
                 timeout: float | None = None) -> protocol.Frame:
+        self.send(header, payloads, fds)
+        return self.reply(timeout)
+
+    def send(self, header: dict[str, Any], payloads: list[bytes] | None = None, fds: list[int] | None = None) -> None:
         try:
             protocol.send(self.sock, header, payloads, fds)
+        except (protocol.ChannelError, OSError) as exc:
+            raise RunnerGone(f"the candidate's process stopped answering ({exc})") from exc
+
+    def reply(self, timeout: float | None = None) -> protocol.Frame:
+        try:
             reply = protocol.receive(self.sock, timeout=timeout or self.timeout_s, max_payload=protocol.MAX_PAYLOAD)
         except (protocol.ChannelError, OSError) as exc:
             raise RunnerGone(f"the candidate's process stopped answering ({exc})") from exc
@@ -180,6 +193,8 @@ class RunnerLink:
         self.flags = cudaipc.tensor_at(block.ptr, 16, torch.int32, [4], [1], 0, torch.device(self.device))
         self.flags.zero_()
         self.flush = timing.L2Flush(torch.device(self.device))
+        self.flush()  # its kernel loaded now, not inside a call (module loading may synchronize)
+        torch.cuda.current_stream(torch.device(self.device)).synchronize()
         self.imports = protocol.Imports(torch.device(self.device))
 
     # ------------------------------------------------------------------ calls
@@ -218,17 +233,18 @@ class RunnerLink:
         handle = stream.cuda_stream
         gate, go, done = (self.flags.data_ptr() + 4 * k for k in range(3))
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        memops.wait(handle, gate, n)
-        self.flush()
-        _refill(self.shared, pristine)
-        _refill(self.shared_grads, grads)
-        start.record(stream)
-        memops.write(handle, go, n)
-        memops.wait(handle, done, n)
-        end.record(stream)
-        predicted = self._predicted_copies()
+        self.send(message)  # first: see the module docstring
         try:
-            reply = self.request(message)
+            memops.wait(handle, gate, n)
+            self.flush()
+            _refill(self.shared, pristine)
+            _refill(self.shared_grads, grads)
+            start.record(stream)
+            memops.write(handle, go, n)
+            memops.wait(handle, done, n)
+            end.record(stream)
+            predicted = self._predicted_copies()
+            reply = self.reply()
         except RunnerGone:
             self.unblock(n)
             raise
