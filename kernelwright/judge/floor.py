@@ -92,7 +92,7 @@ def matmul_rate(peaks: Peaks, kind: str) -> tuple[float | None, str]:
     """(TFLOP/s, kind used) for a reference of `kind`: fp32 counts the fastest fp32-accurate
     tensor-core emulation where that beats the fp32 peak: three products of split operands, at a
     third of the TF32 rate (3xTF32) or of the bf16 rate (3xBF16: hi + lo bf16 halves keep 16
-    mantissa bits, ~1e-5 relative error, inside the fp32 bounds; measured on the H100)."""
+    mantissa bits, inside the fp32 bounds: rules/precision_facts.json has the errors)."""
     tflops = peaks.tflops.get(kind) or peaks.tflops.get("fp32")
     if kind == "fp32":
         splits = {f"{name}x3": (peaks.tflops.get(name) or 0.0) / SPLIT_PASSES for name in ("tf32", "bf16")}

@@ -27,20 +27,40 @@ def short_kernel_name(name: str) -> str:
     reader recognises. Triton kernels keep their plain names.
     """
     text = re.sub(r"^void\s+", "", name.strip())
-    depth, out = 0, []
+    depth, out, inside = 0, [], []
     for ch in text:
         if ch == "(" and depth == 0:
             break
         if ch == "<":
             if depth == 0:
-                out.append("<…>")
+                out.append("<{}…>")
             depth += 1
         elif ch == ">" and depth:
             depth -= 1
         elif depth == 0:
             out.append(ch)
-    short = "".join(out).strip() or name.strip()
+        if depth:
+            inside.append(ch)
+    hint = _operation("".join(inside))
+    short = ("".join(out).strip() or name.strip()).replace("{}", hint + " " if hint else "", 1).replace("{}", "")
     return short if len(short) <= NAME_CHARS else short[: NAME_CHARS - 1] + "…"
+
+
+def _operation(arguments: str) -> str:
+    """The operation an ATen template kernel runs, from its template arguments: the `*_kernel`
+    function whose lambda it instantiates, else the innermost functor (`MulFunctor`), else ''.
+    `vectorized_elementwise_kernel` alone does not say whether it adds or takes a sigmoid."""
+    kernel = re.search(r"(\w+_kernel\w*)\s*\(", arguments)
+    if kernel:
+        return kernel.group(1)
+    functors = re.findall(r"(\w*Functor\w*)", arguments)
+    if functors:
+        return functors[-1]
+    launch = re.search(r"launch_(\w+)", arguments)
+    if launch:
+        return launch.group(1)
+    single = arguments.strip("<> ")  # one plain name: a library's kernel configuration (CUTLASS)
+    return single if re.fullmatch(r"[A-Za-z_]\w*", single) else ""
 
 
 def unavailable(reason: str) -> dict[str, Any]:

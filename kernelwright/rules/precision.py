@@ -94,3 +94,20 @@ def floor_phrase(kind: str) -> str:
         return ""
     return (f"{scheme.title.split(':')[0]} on the tensor cores at {scheme.rate}: the fastest rate within the float32 "
             f"bounds the floor counts (relative L2 error {scheme.rel_l2:.1g}, {source()})")
+
+
+def rule_sentence() -> str:
+    """The precision rule's numbers (rules/sets.py): how single-pass TF32 and the 3xTF32 split fare."""
+    found = schemes()
+    tf32, split = found.get("tf32"), found.get("tf32x3")
+    if tf32 is None or split is None:
+        return "The measured error alone decides."
+    return (f"Single-pass TF32 on float32 operands fails on signed inputs (relative L2 error ~{_sci(tf32.rel_l2)}, "
+            f"{tf32.margin:.2g}x the bound); a 3xTF32 split (Triton `input_precision=\"tf32x3\"`) passes "
+            f"(~{_sci(split.rel_l2)}; {source()}, the table in the prompt).")
+
+
+def _sci(value: float) -> str:
+    """3e-4, not 0.0003 or 3e-04."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import precision
+
 DEFAULT = "kernelbench"
 
 
@@ -73,9 +75,7 @@ PRECISION = Rule(
     "precision-by-measurement", "precision by measurement",
     "Only the measured error counts: inside your kernels TF32 or 3xTF32 tensor-core products, fp16/bf16 "
     "pieces and fast-math intrinsics (`__expf`, `tl.exp`) are fine while every trial stays within the bounds. "
-    "Single-pass TF32 on float32 operands fails on signed inputs (relative error ~3e-4 against a 1e-4 "
-    "bound); a 3xTF32 split (Triton `input_precision=\"tf32x3\"`) passes (~4e-7). The verdict reports the "
-    "margin (measured / allowed).",
+    + precision.rule_sentence() + " The verdict reports the margin (measured / allowed).",
     ("compare_elementwise", "compare_rel_l2"))
 
 GLOBAL_SWITCHES = Rule(

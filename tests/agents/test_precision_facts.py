@@ -50,3 +50,14 @@ def test_skills_and_guides_restate_no_error_numbers_and_no_contradiction():
     for guide in ("backend_triton.md.j2", "backend_cuda.md.j2"):
         text = (BUILTIN_PROMPTS / guide).read_text()
         assert not ERROR_NUMBER.findall(text) and "keeps float32 accuracy" not in text, guide
+
+
+def test_the_precision_rule_quotes_the_facts_file():
+    from kernelwright.rules.sets import PRECISION
+
+    schemes = precision.schemes()
+    assert precision.rule_sentence() in PRECISION.text
+    for name in ("tf32", "tf32x3"):
+        mantissa, exponent = f"{schemes[name].rel_l2:.0e}".split("e")
+        assert f"~{mantissa}e{int(exponent)}" in PRECISION.text
+    assert precision.source() in PRECISION.text  # emulated or measured: the rule says which

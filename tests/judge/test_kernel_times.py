@@ -7,10 +7,22 @@ from kernelwright.judge import kernel_times
 from kernelwright.profile.torchprof import TimelineEvent, summarize_timeline
 
 
-def test_kernel_names_lose_template_arguments_and_signatures():
-    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+def test_kernel_names_keep_the_operation_and_lose_the_rest_of_the_template_and_signature():
+    fill = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
             "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
-    assert kernel_times.short_kernel_name(name) == "at::native::vectorized_elementwise_kernel<…>"
+    assert kernel_times.short_kernel_name(fill) == "at::native::vectorized_elementwise_kernel<FillFunctor …>"
+    mul = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::"
+           "BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> > >("
+           "at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::"
+           "MulFunctor<float> > const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast)")
+    assert kernel_times.short_kernel_name(mul) == "at::native::elementwise_kernel<MulFunctor …>"
+    silu = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel("
+            "at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >"
+            "(int, float, std::array<char*, 2ul>)")
+    assert kernel_times.short_kernel_name(silu) == "at::native::vectorized_elementwise_kernel<silu_kernel …>"
+    plain = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)"
+    assert kernel_times.short_kernel_name("void k<4, float>(float*)") == "k<…>"
+    assert kernel_times.short_kernel_name(plain) == ("cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4 …>")
     assert kernel_times.short_kernel_name("relu_kernel") == "relu_kernel"
 
 
