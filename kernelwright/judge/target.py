@@ -222,14 +222,18 @@ def _software(env: dict[str, Any]) -> dict[str, str]:
 def write_device_file(folder: str | os.PathLike, device: str = "auto", measure_peaks: bool = True,
                       log=None) -> Path:
     """Record this machine's device in `folder` (first contact of a batch folder); kept when the
-    file already describes this device with measured peaks."""
+    file already describes this device with the measured peaks the judge's floors use now (the
+    peaks cache, `peaks.peaks_for`): peaks measured again since (implausible ones are) are written
+    over the old, so the prompt's floor and the verdicts' come from one record."""
     from ..files import atomic_write
 
     folder = Path(folder)
     path = folder / DEVICE_FILE
     target = detect_target(device, measure_peaks=False)
     existing = read_device_file(folder) if path.is_file() else None
-    if existing is not None and target.same_device(existing) and existing.peaks_source == "measured":
+    cached = (target.peaks or {}).get("source") == "measured"
+    if (existing is not None and target.same_device(existing) and existing.peaks_source == "measured"
+            and (existing.peaks == target.peaks or not (cached or measure_peaks))):
         return path
     if measure_peaks and target.is_gpu and (target.peaks or {}).get("source") != "measured":
         if log:

@@ -56,3 +56,27 @@ def test_the_device_file_holds_measured_gpu_facts(tmp_path):
     target = load_target(path)
     assert target.is_gpu and target.sm_count and target.smem_per_block and target.regs_per_sm
     assert target.peaks["source"] == "measured" and target.peaks["copy_gbps"] > 100
+
+
+def test_the_device_file_follows_the_peaks_the_judge_uses_now(tmp_path, monkeypatch):
+    """A batch folder's device file and the verdicts' floors come from one peaks record: peaks
+    measured again since the file was written (implausible ones are) replace the file's."""
+    from pathlib import Path
+
+    from kernelwright.judge import target as target_module
+
+    recorded = json.loads((Path(__file__).parents[1] / "fixtures" / "golden" / "h100_device.json").read_text())
+    now = {"peaks": dict(recorded["peaks"])}
+    monkeypatch.setattr(target_module, "detect_target",
+                        lambda device="auto", measure_peaks=False: Target.from_dict({**recorded, **now}))
+    path = write_device_file(tmp_path, measure_peaks=False)
+    assert read_device_file(tmp_path).peaks["tflops"]["bf16"] == 718.0
+    before = path.stat().st_mtime_ns
+    write_device_file(tmp_path, measure_peaks=False)
+    assert path.stat().st_mtime_ns == before  # the same record: kept
+    now["peaks"] = {**recorded["peaks"], "tflops": {**recorded["peaks"]["tflops"], "bf16": 700.0}}
+    write_device_file(tmp_path, measure_peaks=False)
+    assert read_device_file(tmp_path).peaks["tflops"]["bf16"] == 700.0  # measured again since: replaced
+    now["peaks"] = {**recorded["peaks"], "source": "datasheet (not measured)"}
+    write_device_file(tmp_path, measure_peaks=False)
+    assert read_device_file(tmp_path).peaks["tflops"]["bf16"] == 700.0  # no measured record here: the file's stands
