@@ -145,11 +145,12 @@ def test_a_machine_error_mid_run_ends_failed_not_done(user, monkeypatch):
     assert outcome["status"] == "failed" and outcome["resume"].startswith("kernelwright optimize --resume")
 
 
+@pytest.mark.timeout(1200)  # a suite of two judged in a subprocess (bounded at 600 s) on a loaded machine
 def test_a_suite_without_an_llm_runs_each_problem(user):
     suite = user / "suite"
     write_problems(suite)
     done = subprocess.run([sys.executable, "-m", "kernelwright", "optimize", str(suite), "--max-evals", "1",
-                           "--json", *FAST], cwd=user, capture_output=True, text=True, timeout=300,
+                           "--json", *FAST], cwd=user, capture_output=True, text=True, timeout=600,
                           env={**_env(), "TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout)["suite"]

@@ -47,7 +47,14 @@ def env() -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 
-def cli(args: list[str], cwd: Path, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
+# Bounds sized for a loaded 2-core machine (two CPU-bound jobs beside the tests and other judges):
+# there a CLI call of these scenarios takes 10-75 s where an idle machine takes 5-30 s; a bound is
+# a failure's reading, not a deadline a busy machine should meet, so each is several times that.
+CLI_TIMEOUT_S = 600  # one CLI call that judges
+QUICK_TIMEOUT_S = 300  # one that judges nothing (runs list/show, a refused resume)
+
+
+def cli(args: list[str], cwd: Path, timeout: float = CLI_TIMEOUT_S, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(CLI), *args], cwd=cwd, env=env(), capture_output=True,
                           text=True, timeout=timeout, **kwargs)
 

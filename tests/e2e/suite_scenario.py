@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e_scenarios import CASSETTES, REPO, answer_text, cli, env  # noqa: F401 - re-exported for the tests
+from e2e_scenarios import CASSETTES, CLI_TIMEOUT_S, REPO, answer_text, cli, env  # noqa: F401 - re-exported for the tests
 
 PROBLEMS = REPO / "examples" / "problems"
 ANSWERS = CASSETTES / "answers" / "examples"

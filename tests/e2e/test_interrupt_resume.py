@@ -22,7 +22,7 @@ import pytest
 
 import e2e_scenarios as scenario
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = pytest.mark.timeout(1800)  # a few CLI runs on a loaded machine (e2e_scenarios.CLI_TIMEOUT_S)
 
 INTERRUPTED = 130
 FAST_JUDGE = ["--set", "judge.trials=2", "--set", "judge.baselines=eager", "--set", "judge.warmup_ms=1",
@@ -61,7 +61,8 @@ def start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, env: dict[str, str], timeout: float = scenario.CLI_TIMEOUT_S
+        ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kernelwright", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -75,7 +76,8 @@ def rows(run_dir: Path, sql: str) -> list[sqlite3.Row]:
         conn.close()
 
 
-def wait_until(process: subprocess.Popen, run_dir: Path, sql: str, at_least: int, timeout: float = 240) -> None:
+def wait_until(process: subprocess.Popen, run_dir: Path, sql: str, at_least: int,
+               timeout: float = scenario.CLI_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, "the run ended before it could be stopped:\n" + process.communicate()[1]
@@ -95,7 +97,7 @@ def stop(process: subprocess.Popen, how: int) -> tuple[str, str]:
     else:
         os.killpg(process.pid, how)
     try:
-        return process.communicate(timeout=60)
+        return process.communicate(timeout=scenario.QUICK_TIMEOUT_S)
     finally:
         if process.poll() is None:
             process.kill()
@@ -151,7 +153,8 @@ def test_autotune_run_stopped_mid_run_resumes_without_judging_again(tiny, tmp_pa
     else:
         assert process.returncode == -signal.SIGKILL
         assert status(run_dir) == "running"  # nobody could say otherwise ...
-        listed = run(["runs", "list", "--dir", str(tmp_path), "--json"], tmp_path, no_llm_env(), timeout=60)
+        listed = run(["runs", "list", "--dir", str(tmp_path), "--json"], tmp_path, no_llm_env(),
+                     timeout=scenario.QUICK_TIMEOUT_S)
         shown = json.loads(listed.stdout)
         assert [r["status"] for r in shown] == ["interrupted"]  # ... but the free lock does
         assert shown[0]["resume"] == f"kernelwright optimize --resume {run_dir}"
@@ -229,7 +232,7 @@ def test_a_live_run_cannot_be_resumed_twice(tiny, tmp_path):
     process = start(autotune_args(tiny, run_dir, evals=3), tmp_path, no_llm_env())
     try:
         wait_until(process, run_dir, "SELECT COUNT(*) FROM runs", 1)
-        second = run(["optimize", "--resume", str(run_dir)], tmp_path, no_llm_env(), timeout=60)
+        second = run(["optimize", "--resume", str(run_dir)], tmp_path, no_llm_env(), timeout=scenario.QUICK_TIMEOUT_S)
         assert second.returncode == 2 and "another process" in second.stderr
     finally:
         stop(process, signal.SIGKILL)

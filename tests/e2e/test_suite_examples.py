@@ -23,9 +23,12 @@ sys.path.insert(0, str(scenario.REPO / "tests" / "report"))
 import browser  # noqa: E402
 
 PAUSED = 75
+# the suite's runs and the report on a loaded machine: every CLI call below is bounded by
+# e2e_scenarios.CLI_TIMEOUT_S, the module-scope suite (set up by the first test) by twice that
+pytestmark = pytest.mark.timeout(3000)
 
 
-def kw(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def kw(*args: str, cwd: Path, timeout: float = scenario.CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kernelwright", *args], cwd=cwd, env=scenario.env(),
                           capture_output=True, text=True, timeout=timeout)
 
@@ -41,7 +44,8 @@ def stored_speedup(run_dir: Path) -> float | None:
 def replayed_suite(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("examples-suite")
     suite = work / "suite"
-    done = scenario.cli(scenario.optimize_args(suite, f"replay:{scenario.CASSETTE}"), cwd=work, timeout=900)
+    done = scenario.cli(scenario.optimize_args(suite, f"replay:{scenario.CASSETTE}"), cwd=work,
+                        timeout=2 * scenario.CLI_TIMEOUT_S)
     assert done.returncode == 0, done.stdout + done.stderr  # every run finished (one without a correct kernel)
     return suite
 
@@ -103,11 +107,11 @@ def answer_all(exchange: Path) -> int:
 def test_a_batch_suite_has_one_prompt_folder_one_batch_folder_and_one_resume(tmp_path):
     suite = tmp_path / "suite"
     args = scenario.optimize_args(suite, "exchange", "--eval", "batch", "--target", "h100")
-    done = scenario.cli(args, cwd=tmp_path, timeout=600)
+    done = scenario.cli(args, cwd=tmp_path)
     rounds = 0
     while done.returncode == PAUSED and answer_all(suite / "exchange"):
         rounds += 1
-        done = scenario.cli(["optimize", "--resume", str(suite), "--quiet"], cwd=tmp_path, timeout=600)
+        done = scenario.cli(["optimize", "--resume", str(suite), "--quiet"], cwd=tmp_path)
     assert done.returncode == PAUSED and rounds == 2, done.stdout + done.stderr  # planners, then coders
     requests = sorted(p.name for p in (suite / "evals").glob("*.request.json"))
     assert requests == [f"{n}--c1.request.json" for n in ("linear_relu", "row_softmax", "scale_bias_gelu")]
@@ -116,9 +120,9 @@ def test_a_batch_suite_has_one_prompt_folder_one_batch_folder_and_one_resume(tmp
     # the GPU side would run this on the one folder; here the CPU judges it (sizes as written: small)
     judged = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(suite / "evals"),
                              "--profile-budget", "0"], env=scenario.env(), capture_output=True, text=True,
-                            timeout=600)
+                            timeout=scenario.CLI_TIMEOUT_S)
     assert judged.returncode == 0 and "3 verdicts written" in judged.stdout, judged.stdout + judged.stderr
-    done = scenario.cli(["optimize", "--resume", str(suite), "--quiet", "--json"], cwd=tmp_path, timeout=600)
+    done = scenario.cli(["optimize", "--resume", str(suite), "--quiet", "--json"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout[done.stdout.index("{"):])
     status = {item["name"]: (item["status"], item["best_id"]) for item in result["suite"]}

@@ -23,7 +23,7 @@ import pytest
 
 import e2e_scenarios as scenario
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(3000)  # several CLI runs on a loaded machine (e2e_scenarios.CLI_TIMEOUT_S)
 PAUSED = 75
 INSTANCES = 4  # tune_evals: the default instance and three configurations of the tuner
 
@@ -53,7 +53,7 @@ def answer_prompts(run_dir: Path, cwd: Path, **changes) -> str:
     args = scenario.tune_args(run_dir, **changes)
     prompt = ""
     for role, name in scenario.TUNE_SCRIPT:
-        paused = scenario.cli(args, cwd=cwd, timeout=300)
+        paused = scenario.cli(args, cwd=cwd)
         assert paused.returncode == PAUSED, paused.stdout + paused.stderr
         path = scenario.answer_pending(run_dir / "exchange", role, (scenario.TUNE_ANSWERS / name).read_text())
         prompt = path.read_text()
@@ -80,7 +80,8 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def wait_for_instances(process: subprocess.Popen, run_dir: Path, count: int, timeout: float = 400) -> None:
+def wait_for_instances(process: subprocess.Popen, run_dir: Path, count: int,
+                       timeout: float = scenario.CLI_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, "the run ended before it could be killed:\n" + process.communicate()[1]
@@ -101,14 +102,14 @@ def test_an_llm_run_templatizes_tunes_and_resumes_after_kill_9_mid_tuning(tmp_pa
     try:
         wait_for_instances(process, run_dir, 2)
         os.kill(process.pid, signal.SIGKILL)
-        process.communicate(timeout=60)
+        process.communicate(timeout=scenario.QUICK_TIMEOUT_S)
     finally:
         if process.poll() is None:
             process.kill()
     before, asked_before = instance_verdicts(run_dir), answered(run_dir)
     assert 2 <= len(before) < INSTANCES, "the kill came after the tuning ended"
 
-    done = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path, timeout=400)
+    done = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     outcome = json.loads(done.stdout)
     after = instance_verdicts(run_dir)
@@ -146,7 +147,7 @@ def test_on_a_gpu_the_default_instance_reproduces_the_candidate_within_the_defau
     run_dir = tmp_path / "run"
     answer_prompts(run_dir, tmp_path, judge__device="cuda", tune_match=1.25, batch_size=512, dim=393216,
                    judge__trials=3, judge__warmup_ms=25, judge__rep_ms=100, judge__min_reps=10, judge__max_reps=1000)
-    done = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path, timeout=500)
+    done = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     c1 = json.loads(rows(run_dir, "SELECT node FROM candidates WHERE id = 'c1'")[0]["node"])
     record = c1["tuning"]

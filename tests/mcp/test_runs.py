@@ -24,7 +24,7 @@ def test_a_run_driven_from_outside_is_neither_resumed_twice_nor_stopped(tmp_path
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "optimize", "--resume",
                               str(run_dir)])
     try:
-        deadline = time.monotonic() + 10  # the child's command line is visible once it has exec'd
+        deadline = time.monotonic() + 60  # the child's command line is visible once it has exec'd (late when loaded)
         while manager._process(run_dir)["state"] != "running" and time.monotonic() < deadline:
             time.sleep(0.05)
         process = manager._process(run_dir)

@@ -71,6 +71,21 @@ def test_drive_persists_every_ask_and_result_before_the_engine_hears_it(tmp_path
     assert store.run("r1")["best_candidate"] == engine.best().id and progress[-1]["done"]
 
 
+def test_progress_says_what_the_loop_waits_for(tmp_path):
+    """While asks are in flight the snapshots say how many wait for an LLM and how many for the
+    judge (the CLI's heartbeat names them during a long silence)."""
+    store, engine = setup(tmp_path)
+    answerer = Answerer(store, Script(lambda *a: passed(1.4)))
+    progress = []
+    asyncio.run(drive(engine, Mirror(store, "r1", "eager"), completions=answerer, evaluations=answerer,
+                      clock=lambda: 1.0, on_progress=progress.append))
+    waits = [snap["waiting_on"] for snap in progress]
+    assert {"llm": 1, "judge": 0} in waits or {"llm": 2, "judge": 0} in waits  # planners or coders first
+    assert any(w["judge"] > 0 and w["llm"] == 0 for w in waits)  # then candidates being judged
+    assert waits[-1] == {"llm": 0, "judge": 0}  # nothing in flight at the end
+    assert all(set(w) == {"llm", "judge"} for w in waits)
+
+
 def test_pending_asks_pause_the_loop_without_a_result(tmp_path):
     store, engine = setup(tmp_path)
     answerer = Answerer(store, Script(lambda *a: passed(1.4)), pending_agents={"coder"})
