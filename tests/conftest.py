@@ -22,6 +22,10 @@ def _cuda_available() -> bool:
 # `kernelwright judge` calls made by tests judge in their own process (a daemon would outlive the
 # test); tests/judge/test_daemon.py turns the daemon on for its own calls.
 os.environ.setdefault("KW_JUDGE_DAEMON", "0")
+# Long commands print a heartbeat line on stderr after KW_HEARTBEAT_S seconds of silence; a test
+# whose command runs long on a loaded machine would find it in output it reads (CliRunner's
+# `output` holds stderr too). Tests of the heartbeat set their own interval.
+os.environ.setdefault("KW_HEARTBEAT_S", "86400")
 
 if not _cuda_available():
     # Triton candidates run on the CPU through the interpreter; judged subprocesses inherit this.
