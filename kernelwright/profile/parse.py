@@ -168,10 +168,11 @@ def function_base(name: str) -> str:
     """`void ns::k<(bool)1, 4>(float *, int)` -> `k`: the bare function name of a kernel signature.
 
     ncu prints names demangled or as function bases depending on options; compilers emit mangled
-    symbols. Comparing bare names lets the three be matched.
+    symbols. Comparing bare names lets the three be matched. `(anonymous namespace)::` is a namespace,
+    not the start of the parameter list (`at::native::(anonymous namespace)::softmax_warp_forward<...>`).
     """
     depth, bare = 0, []
-    for char in name:  # drop template arguments, which may themselves hold parentheses
+    for char in name.replace("(anonymous namespace)::", ""):  # drop template arguments, which may themselves hold parentheses
         if char == "<":
             depth += 1
         elif char == ">" and depth:
