@@ -16,12 +16,26 @@ from dataclasses import dataclass, field
 from .parse import parse_number
 from .sass import access_bits
 
-# source-page column suffixes -> the stall names of metrics.STALL_REASONS
-_STALL_COLUMNS = {
-    "long_sb": "long_scoreboard", "short_sb": "short_scoreboard", "math": "math_pipe_throttle",
-    "mio": "mio_throttle", "lg": "lg_throttle", "tex": "tex_throttle", "no_inst": "no_instruction",
-    "imc": "imc_miss", "dispatch": "dispatch_stall", "sleep": "sleeping",
+# The source page's stall columns, as ncu 2025.3 labels them (`stall_long_sb`), -> (the stall name of
+# metrics.STALL_REASONS, the PC-sampling metric behind the column: smsp__pcsamp_warps_issue_stalled_<it>).
+STALL_COLUMNS: dict[str, tuple[str, str]] = {
+    "long_sb": ("long_scoreboard", "long_scoreboard"), "short_sb": ("short_scoreboard", "short_scoreboard"),
+    "math": ("math_pipe_throttle", "math_pipe_throttle"), "mio": ("mio_throttle", "mio_throttle"),
+    "lg": ("lg_throttle", "lg_throttle"), "tex": ("tex_throttle", "tex_throttle"),
+    "no_inst": ("no_instruction", "no_instructions"), "imc": ("imc_miss", "imc_miss"),
+    "dispatch": ("dispatch_stall", "dispatch_stall"), "sleep": ("sleeping", "sleeping"),
+    "barrier": ("barrier", "barrier"), "branch_resolving": ("branch_resolving", "branch_resolving"),
+    "drain": ("drain", "drain"), "membar": ("membar", "membar"), "misc": ("misc", "misc"),
+    "not_selected": ("not_selected", "not_selected"), "selected": ("selected", "selected"),
+    "wait": ("wait", "wait"),
 }
+_PCSAMP_STALL = "smsp__pcsamp_warps_issue_stalled_"
+SAMPLE_METRIC = "smsp__pcsamp_sample_count"  # the page's "# Samples" column
+# What this parser reads from the page, as metrics to collect (needs.py): warp-stall samples per
+# instruction and per reason. PC sampling only: no SASS patching (the SourceCounters section's
+# per-instruction counters, which nothing here reads, are not needed).
+SOURCE_METRICS: tuple[str, ...] = (SAMPLE_METRIC,) + tuple(_PCSAMP_STALL + m for _, m in STALL_COLUMNS.values())
+_SAMPLE_HEADERS = ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)", "# Samples", SAMPLE_METRIC)
 _WAITS_ON_RESULT = ("long_scoreboard", "short_scoreboard")
 _LOADS = ("LDG", "LDL", "LD", "LDS", "LDSM", "ATOMG", "ATOM", "ATOMS")
 _INSTRUCTION = re.compile(r"^(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*)$")
@@ -49,20 +63,27 @@ class _Row:
 
 
 def _sample_column(header: list[str]) -> int | None:
-    for wanted in ("Warp Stall Sampling (All Samples)", "Warp Stall Sampling (All Cycles)", "# Samples"):
+    for wanted in _SAMPLE_HEADERS:
         if wanted in header:
             return header.index(wanted)
     return next((i for i, cell in enumerate(header) if "Sampl" in cell), None)
 
 
+def _stall_name(cell: str) -> str | None:
+    """The stall reason of a per-reason column of all samples (labelled `stall_long_sb`, or named by its
+    metric, `smsp__pcsamp_warps_issue_stalled_long_scoreboard`); None for other columns, not-issued ones too."""
+    if cell.startswith("stall_") and "(" not in cell:
+        suffix = cell[len("stall_"):]
+        return STALL_COLUMNS[suffix][0] if suffix in STALL_COLUMNS else suffix
+    if cell.startswith(_PCSAMP_STALL) and not cell.endswith("_not_issued"):
+        metric = cell[len(_PCSAMP_STALL):]
+        return next((name for name, m in STALL_COLUMNS.values() if m == metric), metric)
+    return None
+
+
 def _stall_columns(header: list[str]) -> dict[int, str]:
     """Column index -> stall name, for the per-reason columns of all samples (not the not-issued ones)."""
-    found = {}
-    for index, cell in enumerate(header):
-        if cell.startswith("stall_") and "(" not in cell:
-            suffix = cell[len("stall_"):]
-            found[index] = _STALL_COLUMNS.get(suffix, suffix)
-    return found
+    return {index: name for index, cell in enumerate(header) if (name := _stall_name(cell)) is not None}
 
 
 def _block_rows(header: list[str], block: list[list[str]]) -> list[_Row]:

@@ -70,3 +70,17 @@ def test_ties_keep_address_order_whatever_launch_lists_an_instruction_first():
     second = page("k", ['"0x0100","IMAD R2, R2, 0x2, RZ","5","1","0","5","0"'])
     assert [s.address for s in parse_source_page(first + second)["k"]] == ["0x0100", "0x0200"]
     assert [s.address for s in parse_source_page(second + first)["k"]] == ["0x0100", "0x0200"]
+
+
+def test_a_page_of_pc_sampling_alone_is_read_whichever_way_its_columns_are_labelled():
+    """Collected with the PC-sampling metrics only (hotspots.SOURCE_METRICS, no SourceCounters section),
+    the page may label its columns by metric name and carry no executed-instruction counts."""
+    header = ('"Address","Source","smsp__pcsamp_sample_count","smsp__pcsamp_warps_issue_stalled_long_scoreboard",'
+              '"smsp__pcsamp_warps_issue_stalled_wait","smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"')
+    rows = ['"0x0100","LEA R4, P1, R2, UR6, 0x2","900","890","10","880"',
+            '"0x0110","LDG.E R2, desc[UR4][R4.64]","50","0","50","0"']
+    (top, second) = parse_source_page("\n".join(['"Kernel Name","chase_kernel",', header] + rows))["chase_kernel"]
+    assert top.stall == "long_scoreboard" and top.waits_on.startswith("LDG.E R2") and top.executed is None
+    assert second.stall == "wait"
+    labelled = parse_source_page(page("k", ['"0x0100","LEA R4, P1, R2, UR6, 0x2","900","64","890","10","880"']))
+    assert labelled["k"][0].stall == "long_scoreboard"
