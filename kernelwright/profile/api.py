@@ -1,4 +1,4 @@
-"""profile_candidate: timeline pass, ncu stage 1, classification, ncu stage 2, findings.
+"""profile_candidate: timeline pass, the hot kernels, one ncu collection of them, classification, findings.
 
 Called by the judge inside its isolation. Every step runs the candidate in a subprocess under a
 timeout, inside an overall budget; a step that cannot run (no GPU, no ncu, no counter permission,
@@ -15,6 +15,7 @@ from pathlib import Path
 from .classify import Bottleneck, Classification, classify_timeline
 from .context import ProfileConfig, ProfileRun, read_json
 from .findings import KernelEvidence, kernel_findings, notice, rank_findings, timeline_findings
+from .hot import select_hot
 from .parse import KernelProfile
 from .report import FAILED, OK, PARTIAL, ProfileReport
 from .resources import binary_resources, from_triton_metadata
@@ -35,10 +36,11 @@ def _work_dir(config: ProfileConfig):
 
 
 def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None = None,
-                      executor=None) -> ProfileReport:
+                      executor=None, kernel_shares: dict | None = None) -> ProfileReport:
     """Profile `candidate_path` (a ModelNew file) on `problem_path`; see the module docstring. `executor`
     starts the candidate's runs and ncu (`executor.LocalExecutor` by default; the judge passes one that
-    asks its supervisor)."""
+    asks its supervisor). `kernel_shares`: the verdict's per-kernel split (`verdict.kernels`), from which
+    ncu's kernels are chosen (hot.py); without it, from this profile's own timeline."""
     config = config or ProfileConfig()
     problem, candidate = Path(problem_path).resolve(), Path(candidate_path).resolve()
     report = ProfileReport(str(problem), str(candidate))
@@ -46,7 +48,7 @@ def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None
     with _work_dir(config) as work:
         run = ProfileRun(config, work, report, problem, candidate, executor)
         try:
-            _profile(run)
+            _profile(run, kernel_shares)
         except Exception as exc:  # noqa: BLE001 -- a bug in profiling must not take the judge down
             report.status = FAILED
             report.findings.append(notice(f"Profiling stopped by an internal error: {type(exc).__name__}: {exc}"))
@@ -55,7 +57,7 @@ def profile_candidate(problem_path, candidate_path, config: ProfileConfig | None
     return report
 
 
-def _profile(run: ProfileRun) -> None:
+def _profile(run: ProfileRun, kernel_shares: dict | None) -> None:
     report = run.report
     timeline = _timeline_pass(run)
     if timeline is None:
@@ -72,11 +74,14 @@ def _profile(run: ProfileRun) -> None:
         return
     if run.config.sass:
         _binary_pass(run)
-    kernels = ncu_passes(run)
+    selection = select_hot(kernel_shares, timeline, run.config.limits())
+    kernels = ncu_passes(run, selection)
     if kernels is None:
         _findings_without_ncu(run)
         return
-    attach_kernels(run, kernels, workload)
+    report.selection = selection.to_dict()
+    report.notes.append(selection.summary())
+    attach_kernels(run, kernels, workload, selection)
     report.status = OK
 
 

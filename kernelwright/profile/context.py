@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .hot import SelectionLimits
 from .hotspots import HotSpot
 from .report import ProfileReport
 from .resources import ResourceReport
@@ -25,14 +26,16 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding `kernel
 class ProfileConfig:
     use_ncu: bool = True  # False: timeline, resources and SASS only (e.g. where ncu is forbidden)
     ncu_path: str | None = None
-    stage2: bool = True
     sass: bool = True
     warmup: int = 3
     calls: int = 3  # forwards recorded by the torch profiler
     ncu_calls: int = 1  # forwards run under ncu
-    max_kernels: int = 32  # --launch-count of stage 1: at most this many kernels are replayed
-    hot_kernels: int = 3  # stage 2 looks at most at this many kernels...
-    min_share: float = 0.05  # ...each taking at least this share of the GPU time
+    max_kernels: int = 6  # --launch-count: at most this many kernel launches are replayed by ncu
+    hot_kernels: int = 3  # ncu profiles at most this many kernels (hot.py)...
+    min_share: float = 0.05  # ...each taking at least this share of the GPU time (the hottest always)...
+    cover: float = 0.8  # ...until those picked take this share of it
+    source_counters: bool = False  # hot spots from the SourceCounters section (SASS patching) instead of PC sampling
+    cache_dir: str | None = None  # keeps what ncu lists per device (`querycache`); None: this process only
     timeout_s: float = 300.0  # per subprocess
     budget_s: float = 900.0  # whole profile; later steps are skipped once it is spent
     energy_seconds: float = 1.0  # 0 disables the energy measurement
@@ -47,6 +50,9 @@ class ProfileConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def limits(self) -> SelectionLimits:
+        return SelectionLimits(self.hot_kernels, self.min_share, self.cover, self.max_kernels, self.ncu_calls)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ProfileConfig":

@@ -36,6 +36,7 @@ class NcuPlan:
     metrics: list[str] = field(default_factory=list)
     launch_count: int = 32
     kernel_names: list[str] = field(default_factory=list)  # function names; empty = every kernel
+    launch_skip: int = 0  # matching launches not profiled first (warm-up is already outside the profiled range)
 
 
 @dataclass
@@ -80,10 +81,17 @@ def kernel_filter(names: list[str]) -> list[str]:
 
 
 def collect_command(ncu: str, plan: NcuPlan, report_base: str | Path, program: list[str]) -> list[str]:
-    """The ncu command that profiles `program` and writes `<report_base>.ncu-rep`."""
+    """The ncu command that profiles `program` and writes `<report_base>.ncu-rep`.
+
+    Bounded replay: only launches inside the runner's profiler range (`--profile-from-start off`),
+    of the selected kernels, `--launch-skip` then `--launch-count` of them, each replayed alone
+    (`--replay-mode kernel`: one pass per group of counters, memory saved and restored between
+    passes); ncu's analysis rules are not run (`--apply-rules no`: nothing reads their output).
+    """
     cmd = [
         ncu, "--target-processes", "all", "--profile-from-start", "off",
-        "--launch-count", str(max(1, plan.launch_count)), "--replay-mode", "kernel",
+        "--launch-skip", str(max(0, plan.launch_skip)), "--launch-count", str(max(1, plan.launch_count)),
+        "--replay-mode", "kernel", "--apply-rules", "no",
         "--export", str(report_base), "--force-overwrite",
     ]
     for section in plan.sections:
@@ -219,4 +227,4 @@ def run_collection(ncu: str, plan: NcuPlan, report_base: Path, program: list[str
             return result, dropped
         dropped.append(rejected)
         plan = NcuPlan([s for s in plan.sections if s != rejected], [m for m in plan.metrics if m != rejected],
-                       plan.launch_count, plan.kernel_names)
+                       plan.launch_count, plan.kernel_names, plan.launch_skip)

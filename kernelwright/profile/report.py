@@ -22,9 +22,9 @@ class KernelReport:
     """One hot kernel: its share of GPU time, its class, and the evidence that decided it."""
 
     name: str
-    launches: int
+    launches: int  # launches profiled by ncu
     time_us: float  # per launch
-    share: float  # of profiled kernel time
+    share: float  # of the forward's GPU time (the timing stage's or the timeline's split; hot.py)
     bottleneck: str
     reason: str
     confident: bool = True
@@ -49,6 +49,7 @@ class ProfileReport:
     overhead_s: dict[str, float] = field(default_factory=dict)  # seconds per profiling step
     dropped_metrics: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    selection: dict | None = None  # hot.KernelSelection.to_dict(): the kernels ncu profiled, those left out, why
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
@@ -80,6 +81,9 @@ class ProfileReport:
         lines = [f"Profile ({self.device or 'no device'}): {self.bottleneck}-bound overall."]
         for k in self.kernels:
             lines.append(f"- `{k.name}` {k.share:.0%} of GPU time, {k.time_us:.1f} us x{k.launches}: {k.reason}")
+        skipped = [*(self.selection or {}).get("left_out", []), *(self.selection or {}).get("missed", [])]
+        if skipped:
+            lines.append("- not profiled: " + ", ".join(f"`{k['name']}` {k['share']:.0%} ({k['why']})" for k in skipped))
         if self.energy and self.energy.get("joules_per_call") is not None:
             lines.append(f"- energy {self.energy['joules_per_call'] * 1e3:.3f} mJ per call ({self.energy['method']})")
         if self.findings:

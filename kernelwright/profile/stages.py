@@ -1,31 +1,43 @@
-"""The ncu stages of a profile: stage 1 for every kernel, stage 2 for the hot ones, then findings.
+"""The ncu collection of a profile: one run of the candidate under ncu, over the hot kernels only.
 
-Stage 1 classifies; the classes of the hot kernels choose the sections of stage 2, which runs only
-on those kernels (`--kernel-name`), and its counters are merged into the stage-1 profiles. The
-kernels are then matched with the compiler's view (resources, SASS, by symbol name) and turned
-into KernelReports and findings. Failures become NOTICE findings on the report, never exceptions.
+Which kernels: `hot.KernelSelection` (the timing stage's per-kernel shares, or the profile's
+timeline), by function name, with a bounded number of launches. What: the sections and counters
+the findings read and the PC sampling behind the stall hot spots (`needs.collection`), in one
+collection, so the program starts once under ncu. The stall hot spots of latency-bound kernels come
+from the same report's source page. The kernels are then matched with the compiler's view
+(resources, SASS, by symbol name) and turned into KernelReports and findings, each with its share of
+the forward's GPU time from the selection. Failures become NOTICE findings, never exceptions.
+(The collection keeps the name `stage1` in file names and `overhead_s`, where a second, per-class
+stage used to follow.)
 """
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from . import metrics as catalog
+from . import needs, querycache
 from .classify import Bottleneck, Classification, classify_forward, classify_kernel
 from .context import ProfileRun, read_json
 from .findings import Finding, KernelEvidence, kernel_findings, notice
+from .hot import NONE, KernelSelection
 from .hotspots import parse_source_page
-from .ncu import (NcuPlan, filter_metrics, find_ncu, import_command, parse_query_metrics, query_metrics_command,
-                  run_collection)
+from .ncu import NcuPlan, filter_metrics, find_ncu, import_command, run_collection
 from .parse import KernelProfile, NcuParseError, aggregate_by_name, function_base, parse_raw_csv
 from .report import KernelReport
 
-_QUERY_CACHE: dict[str, set[str]] = {}  # ncu path -> base metric names it lists
-MIN_LISTED_METRICS = 100
+STAGE = "stage1"
+_QUERY_CACHE = querycache.LISTED  # what ncu lists per device, in this process (tests clear it)
 
 
-def ncu_passes(run: ProfileRun) -> list[KernelProfile] | None:
-    """Stage 1 then stage 2; the aggregated kernel profiles, or None (with a notice) without ncu data."""
+def first_launches(run: ProfileRun) -> KernelSelection:
+    """The selection without per-kernel shares: the first `max_kernels` launches of the forward."""
+    return KernelSelection(NONE, "no per-kernel shares were given", launch_count=max(1, run.config.max_kernels))
+
+
+def ncu_passes(run: ProfileRun, selection: KernelSelection | None = None) -> list[KernelProfile] | None:
+    """The collection; the aggregated kernel profiles (by share, hottest first), or None (with a notice)."""
     config, report = run.config, run.report
+    selection = selection or first_launches(run)
     if not config.use_ncu:
         report.findings.append(notice("ncu is disabled by configuration: kernels were not classified from "
                                       "hardware counters."))
@@ -35,27 +47,27 @@ def ncu_passes(run: ProfileRun) -> list[KernelProfile] | None:
         report.findings.append(notice("ncu (Nsight Compute) is not installed or not on PATH: kernels were not "
                                       "classified from hardware counters; install Nsight Compute or set KW_NCU."))
         return None
-    available = _available_metrics(run, ncu)
-    metric_names, dropped = filter_metrics(catalog.stage1_metrics(), available)
-    report.dropped_metrics += dropped
-    plan = NcuPlan(list(catalog.STAGE1_SECTIONS), metric_names, config.max_kernels)
-    profiles = _collect(run, ncu, plan, "stage1")
+    wanted = needs.collection(config.source_counters)
+    counters, dropped = filter_metrics(list(wanted.counters), querycache.available_metrics(run, ncu))
+    report.dropped_metrics += [d for d in dropped if d not in report.dropped_metrics]
+    plan = NcuPlan(list(wanted.sections), counters + list(wanted.source_metrics), selection.launch_count,
+                   selection.functions)
+    profiles = _collect(run, ncu, plan, STAGE)
     if profiles is None:
         return None
     kernels = aggregate_by_name(profiles)
-    if config.stage2 and run.remaining() > 10:
-        _stage2(run, ncu, kernels, available)
+    selection.settle([function_base(k.name) for k in kernels])
+    kernels.sort(key=lambda k: -(selection_share(selection, k, kernels) or 0.0))
+    _hotspots(run, ncu, kernels[: max(config.hot_kernels, 1)])
     return kernels
 
 
-def _available_metrics(run: ProfileRun, ncu: str) -> set[str]:
-    if ncu not in _QUERY_CACHE:
-        result = run.executor.ncu(ncu, query_metrics_command(ncu)[1:], min(60.0, run.timeout()))
-        run.spend("ncu_query", result.seconds)
-        names = parse_query_metrics(result.output) if result.ok else set()
-        # a real device lists thousands; a short list means an output we misread: filter nothing
-        _QUERY_CACHE[ncu] = names if len(names) >= MIN_LISTED_METRICS else set()
-    return _QUERY_CACHE[ncu]
+def selection_share(selection: KernelSelection, kernel: KernelProfile, kernels: list[KernelProfile]) -> float:
+    """`kernel`'s share of the forward's GPU time: the selection's (timing stage or timeline), summed over
+    the picked instances of its function; without shares, its share of the profiled launches' time."""
+    if selection.source == NONE:
+        return kernel.total_ns / (sum(k.total_ns for k in kernels) or 1.0)
+    return sum(p.share for p in selection.picked if p.function == function_base(kernel.name))
 
 
 def _collect(run: ProfileRun, ncu: str, plan: NcuPlan, stage: str) -> list[KernelProfile] | None:
@@ -89,40 +101,17 @@ def _collect(run: ProfileRun, ncu: str, plan: NcuPlan, stage: str) -> list[Kerne
     return profiles
 
 
-def _stage2(run: ProfileRun, ncu: str, kernels: list[KernelProfile], available: set[str]) -> None:
-    """Deeper sections for the hot kernels only, chosen by their stage-1 class; merged into `kernels`."""
-    total = sum(k.total_ns for k in kernels) or 1.0
-    hot = [k for k in kernels[: run.config.hot_kernels] if k.total_ns / total >= run.config.min_share]
-    classes = {str(classify_kernel(k).bottleneck) for k in hot}
-    sections, names = catalog.stage2_plan(sorted(classes))
-    if not hot or not (sections or names):
-        return
-    names, dropped = filter_metrics(names, available)
-    run.report.dropped_metrics += [d for d in dropped if d not in run.report.dropped_metrics]
-    launches = min(run.config.max_kernels, sum(k.launches for k in hot))
-    plan = NcuPlan(sections, names, launches, list(dict.fromkeys(function_base(k.name) for k in hot)))
-    deeper = _collect(run, ncu, plan, "stage2")
-    if deeper is None:
-        return
-    by_name = {function_base(k.name): k for k in aggregate_by_name(deeper)}
-    for kernel in hot:
-        if (match := by_name.get(function_base(kernel.name))) is not None:
-            kernel.metrics = {**match.metrics, **kernel.metrics}
-    if "SourceCounters" in sections:
-        _hotspots(run, ncu, hot)
-
-
 def _hotspots(run: ProfileRun, ncu: str, hot: list[KernelProfile]) -> None:
-    """Stall hot spots of the latency-bound hot kernels, from the source page of the stage-2 report."""
+    """Stall hot spots of the latency-bound hot kernels, from the source page of the collection's report."""
     latency = [k for k in hot if classify_kernel(k).bottleneck == Bottleneck.latency]
     if not latency:
         return
-    report = run.reports.get("stage2") or str(run.work / "stage2.ncu-rep")
+    report = run.reports.get(STAGE) or str(run.work / f"{STAGE}.ncu-rep")
     result = run.executor.ncu(ncu, import_command(ncu, report, "source")[1:], run.timeout())
     if not result.ok:  # an ncu without --print-source
         result = run.executor.ncu(ncu, ["--import", report, "--csv", "--page", "source"], run.timeout())
     run.spend("ncu_import", result.seconds)
-    (run.work / "stage2_source.csv").write_text(result.output)
+    (run.work / f"{STAGE}_source.csv").write_text(result.output)
     pages = parse_source_page(result.output)
     for kernel in latency:
         spots = next((v for k, v in pages.items() if k and function_base(k) == function_base(kernel.name)), None)
@@ -130,6 +119,9 @@ def _hotspots(run: ProfileRun, ncu: str, hot: list[KernelProfile]) -> None:
             spots = next(iter(pages.values()))
         if spots:
             run.hotspots[kernel.name] = spots
+        else:
+            run.report.notes.append(f"No stall hot spots for `{kernel.name}`: the source page had no warp-stall "
+                                    f"samples for it.")
 
 
 def symbol_matches(kernel: str, symbol: str) -> bool:
@@ -142,11 +134,12 @@ def _lookup(table: dict, kernel: str):
     return next((v for k, v in table.items() if symbol_matches(kernel, k)), None)
 
 
-def attach_kernels(run: ProfileRun, kernels: list[KernelProfile], workload: Classification | None) -> None:
-    report = run.report
-    total = sum(k.total_ns for k in kernels) or 1.0
+def attach_kernels(run: ProfileRun, kernels: list[KernelProfile], workload: Classification | None,
+                   selection: KernelSelection | None = None) -> None:
+    """Findings and a KernelReport per profiled kernel (hottest first), and the forward's class."""
+    report, selection = run.report, selection or first_launches(run)
     for kernel in kernels[: max(run.config.hot_kernels, 1)]:
-        share = kernel.total_ns / total
+        share = selection_share(selection, kernel, kernels)
         cls = classify_kernel(kernel)
         ev = KernelEvidence(kernel, cls, share, _lookup(run.resources, kernel.name), _lookup(run.sass, kernel.name),
                             run.hotspots.get(kernel.name, []))

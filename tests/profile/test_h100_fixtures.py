@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelwright.profile import hotspots, needs
 from kernelwright.profile import metrics as catalog
 from kernelwright.profile.classify import (Bottleneck, classify_forward, classify_kernel, classify_timeline,
                                            forward_us)
@@ -126,36 +127,49 @@ def test_duration_unit_is_ns_and_parses_unchanged():
 
 def test_no_requested_counter_is_dropped_on_the_h100(available):
     """Everything passed to --metrics must be in --query-metrics, or filter_metrics drops it."""
-    stage2 = catalog.stage2_plan(catalog.STAGE2_SECTIONS)[1]
-    kept, dropped = filter_metrics(catalog.stage1_metrics() + stage2, available)
+    kept, dropped = filter_metrics(list(needs.collection().counters), available)
     assert not dropped, dropped
 
 
 def test_section_keys_are_not_listed_by_query_metrics_so_they_are_never_requested(available):
     """launch__*, device__* and the theoretical occupancy come with LaunchStats/Occupancy only."""
-    section_names = catalog.raw_names(catalog.STAGE1_SECTION_KEYS)
+    section_names = catalog.raw_names(catalog.SECTION_ONLY_KEYS)
     assert not [n for n in section_names if n.split(".")[0] in available]
-    assert not set(section_names) & set(catalog.stage1_metrics())
+    assert not set(section_names) & set(needs.collection().counters)
+
+
+def _recorded_names() -> set[str]:
+    names = set()
+    for case in EXPECTED:
+        for stage in ("stage1", "stage2"):
+            names |= {n for k in parse_raw_csv(read(case, f"{stage}.csv")) for n in k.metrics}
+    return names
+
+
+def test_every_key_the_findings_read_was_recorded_on_the_h100():
+    """The derived collection asks for names the H100 gave (in the sections and counters of the recording)."""
+    names = _recorded_names()
+    assert not [k for k in needs.keys_read() if not set(catalog.ALIASES[k]) & names]
+
+
+def test_the_source_page_metrics_are_those_the_source_counters_section_collected():
+    """PC sampling alone (one sampling pass) instead of the SourceCounters section: the same metric names."""
+    header = next(csv.reader([read("latency", "stage2.csv").splitlines()[0]]))
+    assert not [m for m in hotspots.SOURCE_METRICS if m not in header]
 
 
 @pytest.mark.parametrize("case", list(EXPECTED))
-def test_every_stage1_key_is_in_the_recording(case):
+def test_the_section_keys_the_findings_read_are_in_the_recording(case):
     hottest = kernels(case)[0]
-    assert not [k for k in catalog.STAGE1_KEYS if hottest.get(k) is None]
+    section_keys = [k for k in needs.keys_read() if k in catalog.SECTION_ONLY_KEYS]
+    assert section_keys and not [k for k in section_keys if hottest.get(k) is None]
     assert hottest.grid and hottest.block and hottest.regs
-
-
-@pytest.mark.parametrize("case", list(EXPECTED))
-def test_stage2_holds_every_key_of_the_hottest_kernels_class(case):
-    hottest = kernels(case)[0]
-    cls = str(classify_kernel(hottest).bottleneck)
-    deeper = {k.name: k for k in kernels(case, "stage2")}[hottest.name]
-    assert not [k for k in catalog.STAGE2_KEYS[cls] if deeper.get(k) is None]
 
 
 def test_every_section_exists():
     listed = read("ncu_list_sections.txt")
-    sections = set(catalog.STAGE1_SECTIONS) | {s for group in catalog.STAGE2_SECTIONS.values() for s in group}
+    sections = set(needs.collection().sections) | set(needs.collection(source_counters=True).sections)
+    assert sections >= {"LaunchStats", "Occupancy", "SourceCounters"}
     assert not [s for s in sections if s not in listed]
 
 

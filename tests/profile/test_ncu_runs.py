@@ -6,7 +6,7 @@ ncu on the points under test (rejecting a metric, writing nothing) and is writte
 import time
 from pathlib import Path
 
-from kernelwright.profile import metrics as catalog
+from kernelwright.profile import needs
 from kernelwright.profile.ncu import (
     NcuPlan, collect_command, explain_failure, filter_metrics, find_ncu, import_command, kernel_filter,
     parse_query_metrics, run_bounded, run_collection, unknown_metric,
@@ -20,7 +20,8 @@ def test_collect_command_bounds_kernels_and_skips_warmup():
     cmd = collect_command("/opt/ncu", plan, "/tmp/r/stage1", ["python3", "-m", "runner"])
     assert cmd[0] == "/opt/ncu" and cmd[-3:] == ["python3", "-m", "runner"]
     joined = " ".join(cmd)
-    assert "--profile-from-start off" in joined and "--launch-count 12" in joined
+    assert "--profile-from-start off" in joined and "--launch-skip 0 --launch-count 12" in joined
+    assert "--replay-mode kernel" in joined and "--apply-rules no" in joined  # bounded replay, no rule scripts
     assert "--target-processes all" in joined and "--export /tmp/r/stage1 --force-overwrite" in joined
     assert "--section SpeedOfLight --section Occupancy" in joined
     assert "--metrics gpu__time_duration.sum,launch__grid_size" in joined
@@ -42,13 +43,19 @@ def test_import_commands():
     assert source[source.index("--page") + 1] == "source" and "--print-source" in source
 
 
-def test_stage_plans_use_catalog_names():
-    assert "gpu__time_duration.sum" in catalog.stage1_metrics()
-    sections, names = catalog.stage2_plan(["memory", "latency", "unknown"])
-    assert sections == ["MemoryWorkloadAnalysis", "WarpStateStats", "SchedulerStats", "SourceCounters"]
-    assert "dram__bytes_read.sum" in names
-    assert "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio" in names
-    assert len(names) == len(set(names))
+def test_the_collection_asks_for_what_the_findings_read_and_nothing_of_the_old_stages():
+    wanted = needs.collection()
+    assert wanted.sections == ("LaunchStats", "Occupancy")  # launch and occupancy attributes; no SpeedOfLight
+    assert "gpu__time_duration.sum" in wanted.counters and "dram__bytes_read.sum" in wanted.counters
+    assert "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio" in wanted.counters
+    assert "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum" not in wanted.counters  # read by no rule
+    assert "launch__grid_size" not in wanted.counters  # section-only: never a --metrics name
+    assert len(wanted.counters) == len(set(wanted.counters))
+    assert wanted.source_metrics[0] == "smsp__pcsamp_sample_count" and "SourceCounters" not in wanted.sections
+    proven = needs.collection(source_counters=True)
+    assert proven.sections[-1] == "SourceCounters" and proven.source_metrics == ()
+    plan = NcuPlan(list(wanted.sections), list(wanted.counters + wanted.source_metrics), 3, ["k"], launch_skip=2)
+    assert "--launch-skip 2 --launch-count 3" in " ".join(collect_command("ncu", plan, "/r/x", ["p"]))
 
 
 def test_permission_error_is_explained():

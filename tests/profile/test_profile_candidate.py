@@ -1,22 +1,24 @@
-"""profile_candidate end to end on CPU, and the ncu stages driven by a stand-in ncu.
+"""profile_candidate end to end on CPU, and the ncu collection driven by a stand-in ncu.
 
-Candidates are small ModelNew files written by hand in each test. The stand-in ncu (a shell
+Candidates are small ModelNew files written by hand in each test. The stand-in ncu (a Python
 script) does not profile anything: on `--import` it prints the hand-written CSV samples of
-fixtures/handwritten, so the orchestration (plans, retries, parsing, stage-2 selection, findings)
-runs for real on a machine without a GPU.
+fixtures/handwritten, filtered by the collection's kernel names and launch count, so the
+orchestration (kernel selection, the plan, parsing, findings) runs for real without a GPU.
 """
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from kernelwright.profile import ProfileConfig, ProfileReport, profile_candidate
-from kernelwright.profile import stages
+from kernelwright.profile import ProfileConfig, ProfileReport, hotspots, profile_candidate, stages
+from kernelwright.profile.hot import select_hot
 from kernelwright.profile.context import ProfileRun
 from kernelwright.profile.findings import NOTICE
 from kernelwright.profile.report import FAILED, PARTIAL
 
 HANDWRITTEN = Path(__file__).parent / "fixtures" / "handwritten"
+H100 = Path(__file__).parent / "fixtures" / "h100"
 RELU = "level1/19_ReLU.py"
 SMALL = {"batch_size": 8, "dim": 256}
 
@@ -78,17 +80,33 @@ def test_a_broken_candidate_file_is_reported_not_raised(kernelbench, tmp_path):
     assert report.status == FAILED and "failed at load" in report.findings[0].text
 
 
-# ---------------------------------------------------------------- ncu stages with a stand-in ncu
+# ---------------------------------------------------------------- the ncu collection with a stand-in ncu
 
-FAKE_NCU = """#!/bin/sh
-echo "$@" >> {log}
-case "$*" in
-  *--query-metrics*) exit 1 ;;
-  *--import*/stage1.ncu-rep*) cat {hand}/stage1_raw.csv ;;
-  *--import*/stage2.ncu-rep*--page\\ source*) cat {hand}/source_page.csv ;;
-  *--import*/stage2.ncu-rep*) cat {hand}/stage2_memory_raw.csv ;;
-esac
-exit 0
+# Behaves like ncu on the points under test: it logs its arguments, lists the recorded H100 metric
+# names on --query-metrics, and on --import serves the hand-written pages, keeping only the launches
+# the collection's --kernel-name regex selected, at most --launch-count of them.
+FAKE_NCU = r"""#!{python}
+import csv, gzip, io, re, sys
+args = sys.argv[1:]
+open({log!r}, "a").write(" ".join(args) + "\n")
+if args == ["--query-metrics"]:
+    print(gzip.open({query!r}, "rt").read(), end="")
+    sys.exit(0)
+if args[0] == "--import":
+    page = args[args.index("--page") + 1]
+    if page == "source":
+        print(open({hand!r} + "/source_page.csv").read(), end="")
+        sys.exit(0)
+    collect = [line.split() for line in open({log!r}) if "--export" in line][-1]
+    count = int(collect[collect.index("--launch-count") + 1])
+    pattern = collect[collect.index("--kernel-name") + 1][len("regex:"):] if "--kernel-name" in collect else ""
+    lines = open({hand!r} + "/stage1_raw.csv").read().splitlines()
+    rows = [line for line in lines if line.startswith('"')]
+    column = next(csv.reader([rows[0]])).index("Kernel Name")
+    kept = [r for r in rows[2:] if re.search(pattern, next(csv.reader([r]))[column])][:count]
+    print("\n".join(rows[:2] + kept))
+    sys.exit(0)
+open(args[args.index("--export") + 1] + ".ncu-rep", "w").write("report")
 """
 
 
@@ -96,7 +114,8 @@ exit 0
 def fake_ncu(tmp_path):
     log = tmp_path / "ncu_calls.log"
     script = tmp_path / "ncu"
-    script.write_text(FAKE_NCU.format(log=log, hand=HANDWRITTEN))
+    script.write_text(FAKE_NCU.format(python=sys.executable, log=str(log), hand=str(HANDWRITTEN),
+                                      query=str(H100 / "ncu_query_metrics.txt.gz")))
     script.chmod(0o755)
     return script, log
 
@@ -111,40 +130,90 @@ def ncu_run(tmp_path, ncu_path, **kw) -> ProfileRun:
 
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"
+# the timing stage's split of the same forward (verdict.kernels), as kernel_times writes it
+VERDICT_KERNELS = {"available": True, "kernels": [
+    {"name": "serial_kernel", "us_per_call": 2048.0, "launches_per_call": 1.0, "share": 0.47},
+    {"name": GEMM, "us_per_call": 1523.2, "launches_per_call": 1.0, "share": 0.35},
+    {"name": "add_kernel", "us_per_call": 826.0, "launches_per_call": 2.0, "share": 0.16},
+    {"name": "at::native::vectorized_elementwise_kernel<FillFunctor …>", "us_per_call": 9.0,
+     "launches_per_call": 1.0, "share": 0.02}]}
 
 
-def test_stage1_classifies_and_stage2_deepens_the_hot_kernels(tmp_path, fake_ncu):
+def collections(log: Path) -> list[str]:
+    return [c for c in log.read_text().splitlines() if "--export" in c]
+
+
+def test_one_collection_of_the_verdicts_hot_kernels(tmp_path, fake_ncu):
     script, log = fake_ncu
-    run = ncu_run(tmp_path, script, hot_kernels=3)
-    kernels = stages.ncu_passes(run)
-    stages.attach_kernels(run, kernels, None)
-    collect = [c for c in log.read_text().splitlines() if "--export" in c]
-    assert len(collect) == 2  # stage 1 and stage 2, nothing retried
-    assert "--launch-count 32" in collect[0] and "--section SpeedOfLight" in collect[0]
-    # hottest first by total time: serial 2048 us, GEMM 1523 us, add 2 x 413 us (4 launches in all)
-    assert f"regex:^(serial_kernel|{GEMM}|add_kernel)$" in collect[1] and "--launch-count 4" in collect[1]
-    for section in ("WarpStateStats", "SourceCounters", "MemoryWorkloadAnalysis", "InstructionStats"):
-        assert f"--section {section}" in collect[1]
+    run = ncu_run(tmp_path, script)
+    selection = select_hot(VERDICT_KERNELS, None, run.config.limits())
+    kernels = stages.ncu_passes(run, selection)
+    stages.attach_kernels(run, kernels, None, selection)
+    (collect,) = collections(log)  # the program ran once under ncu
+    assert f"--kernel-name-base function --kernel-name regex:^(serial_kernel|{GEMM})$" in collect
+    assert "--launch-skip 0 --launch-count 2" in collect and "--apply-rules no" in collect
+    assert "--section LaunchStats --section Occupancy --metrics" in collect
+    assert "SpeedOfLight" not in collect and "MemoryWorkloadAnalysis" not in collect
+    metrics = collect.split("--metrics ")[1].split()[0].split(",")
+    assert metrics[-len(hotspots.SOURCE_METRICS):] == list(hotspots.SOURCE_METRICS)
+    assert not run.report.dropped_metrics  # every derived counter is listed on the recorded H100
     report = run.report
-    assert [(k.name, k.bottleneck) for k in report.kernels] == [
-        ("serial_kernel", "latency"), (GEMM, "compute"), ("add_kernel", "memory")]
-    assert report.bottleneck == "latency"
-    add = report.kernels[2]
-    assert add.launches == 2 and add.numbers["gld_requests"] == 524288  # stage-2 counters merged in
-    assert add.share == pytest.approx(826 / (2048 + 1523.2 + 826), rel=1e-3)
-    assert report.kernels[0].hotspots[0]["source"] == "LDG.E R5, desc[UR4][R2.64]"
-    tags = {t for f in report.findings for t in f.tags}
-    assert {"vectorized-access", "epilogue-fusion"} <= tags and "split-k" not in tags  # the serial loop is no product
-    assert (run.work / "stage1.csv").read_text().startswith("==PROF==")
+    assert [(k.name, k.bottleneck, k.share) for k in report.kernels] == [
+        ("serial_kernel", "latency", 0.47), (GEMM, "compute", 0.35)]  # shares of the forward, not of ncu's launches
+    assert report.kernels[0].hotspots[0]["source"] == "LDG.E R5, desc[UR4][R2.64]"  # the same report's source page
+    assert [c for c in log.read_text().splitlines() if "--page source" in c][0].split()[1].endswith("stage1.ncu-rep")
+    assert report.bottleneck == "latency" and "epilogue-fusion" in {t for f in report.findings for t in f.tags}
+    assert [k.name for k in selection.left_out] == ["add_kernel", VERDICT_KERNELS["kernels"][3]["name"]]
+    assert "cover 82%" in selection.left_out[0].why and not selection.missed
 
 
-def test_stage2_skips_cold_kernels(tmp_path, fake_ncu):
+def test_without_shares_the_first_launches_are_profiled(tmp_path, fake_ncu):
     script, log = fake_ncu
-    run = ncu_run(tmp_path, script, hot_kernels=3, min_share=0.3)
-    stages.ncu_passes(run)
-    collect = [c for c in log.read_text().splitlines() if "--export" in c]
-    assert "regex:^(serial_kernel|" + GEMM + ")$" in collect[1]  # add_kernel has 19% < 30%
-    assert "--section MemoryWorkloadAnalysis" not in collect[1]
+    run = ncu_run(tmp_path, script, max_kernels=3)
+    selection = select_hot(None, None, run.config.limits())
+    kernels = stages.ncu_passes(run, selection)
+    (collect,) = collections(log)
+    assert "--kernel-name" not in collect and "--launch-count 3" in collect
+    assert {k.name for k in kernels} == {"add_kernel", GEMM, "serial_kernel"}
+    assert [k.name for k in selection.picked] == ["serial_kernel", GEMM, "add_kernel"]  # by ncu's time
+    assert "the first 3 launches" in selection.summary()
+
+
+def test_what_ncu_lists_is_asked_once_per_binary_and_device(tmp_path, fake_ncu):
+    script, log = fake_ncu
+    for attempt in ("one", "two"):
+        (tmp_path / attempt).mkdir()
+        run = ncu_run(tmp_path / attempt, script, cache_dir=str(tmp_path / "cache"))
+        run.report.device = "NVIDIA H100 80GB HBM3"
+        stages.ncu_passes(run, select_hot(VERDICT_KERNELS, None, run.config.limits()))
+    calls = log.read_text().splitlines()
+    assert calls.count("--query-metrics") == 1 and sum("--export" in c for c in calls) == 2
+    (tmp_path / "three").mkdir()
+    other = ncu_run(tmp_path / "three", script, cache_dir=str(tmp_path / "cache"))
+    other.report.device = "NVIDIA H200"
+    stages.ncu_passes(other, select_hot(VERDICT_KERNELS, None, other.config.limits()))
+    assert log.read_text().splitlines().count("--query-metrics") == 2
+
+
+def test_a_picked_kernel_ncu_did_not_reach_is_reported(tmp_path, fake_ncu):
+    script, _ = fake_ncu
+    run = ncu_run(tmp_path, script, max_kernels=1)
+    hot = {"available": True, "kernels": [{"name": "add_kernel", "share": 0.5, "launches_per_call": 2.0},
+                                          {"name": "serial_kernel", "share": 0.5, "launches_per_call": 1.0}]}
+    selection = select_hot(hot, None, run.config.limits())
+    stages.ncu_passes(run, selection)  # one launch allowed: the first matching one is add_kernel's
+    assert [k.name for k in selection.picked] == ["add_kernel"]
+    assert selection.missed[0].name == "serial_kernel" and "bound of 1 launches" in selection.missed[0].why
+
+
+def test_an_ncu_that_times_out_leaves_a_notice_and_the_rest_of_the_report(tmp_path):
+    script = tmp_path / "ncu"
+    script.write_text("#!/bin/sh\ncase \"$*\" in *--export*) sleep 30 ;; esac\nexit 1\n")
+    script.chmod(0o755)
+    run = ncu_run(tmp_path, script, timeout_s=1.5)
+    assert stages.ncu_passes(run, select_hot(VERDICT_KERNELS, None, run.config.limits())) is None
+    (finding,) = run.report.findings
+    assert finding.kind == NOTICE and "ncu stage1 failed: ncu did not finish within" in finding.text
 
 
 def test_ncu_permission_failure_becomes_a_notice(tmp_path):
@@ -167,5 +236,33 @@ def test_missing_or_disabled_ncu_becomes_a_notice(tmp_path, monkeypatch):
 
 
 def test_config_round_trips():
-    cfg = ProfileConfig(hot_kernels=5, overrides={"n": 3})
+    cfg = ProfileConfig(hot_kernels=5, overrides={"n": 3}, cover=0.9, cache_dir="/tmp/x")
     assert ProfileConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+def test_profile_candidate_picks_ncus_kernels_from_the_verdict_and_says_so(tmp_path, fake_ncu, monkeypatch):
+    """The wiring of profile_candidate on a GPU, its timeline pass replaced by the recorded one of the
+    serial-loop case (no GPU here); the collection is the stand-in ncu's."""
+    from kernelwright.profile import api
+    from kernelwright.profile.torchprof import timeline_from_runner
+
+    script, log = fake_ncu
+
+    def timeline_pass(run):
+        run.report.device = "NVIDIA H100 80GB HBM3"
+        return timeline_from_runner(json.loads((H100 / "latency" / "timeline.json").read_text()))
+
+    monkeypatch.setattr(api, "_timeline_pass", timeline_pass)
+    stages._QUERY_CACHE.clear()
+    cfg = ProfileConfig(ncu_path=str(script), sass=False, artifacts_dir=str(tmp_path / "art"))
+    report = profile_candidate("problem.py", "candidate.py", cfg, kernel_shares=VERDICT_KERNELS)
+    assert report.status == "ok" and report.selection["source"] == "verdict"
+    assert report.selection["functions"] == ["serial_kernel", GEMM] and report.selection["covered"] == 0.82
+    assert any(n.startswith("ncu profiled `serial_kernel` (47%)") and "Left out: `add_kernel` (16%)" in n
+               for n in report.notes)
+    assert "not profiled: `add_kernel` 16%" in report.summary_text()
+    assert ProfileReport.from_json(report.to_json()).selection == report.selection
+    timeline_only = profile_candidate("problem.py", "candidate.py", cfg, kernel_shares={"available": False,
+                                                                                         "reason": "a CPU verdict"})
+    assert timeline_only.selection["source"] == "timeline" and timeline_only.selection["note"] == "a CPU verdict"
+    assert timeline_only.selection["functions"] == ["serial_kernel"]
