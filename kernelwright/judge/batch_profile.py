@@ -7,7 +7,9 @@ first judges every request (correctness and timing need nothing else), then prof
 candidates that asked, fastest first and round-robin over folders (each problem's best is the node
 most likely expanded next), until `budget_s` is spent. The profile runs through the judge's own
 sandboxed worker (one trial, no timing, `config.profile`), whose report is added to the verdict
-already written; what the budget left out is said in the runner's log.
+already written; what the budget left out is said in the runner's log. A profile that fails, times
+out or cannot even start changes nothing in the verdict but its `profile`, which then says why
+(and `stage_seconds["profile"]`), and the pass goes on with the next candidate.
 """
 from __future__ import annotations
 
@@ -47,10 +49,32 @@ def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
     return sorted(found, key=lambda item: -_speed(item[1]))
 
 
+def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> tuple[dict, float]:
+    """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none."""
+    from .batch import read_request
+    from .profiling import failed_record
+
+    start = time.monotonic()
+    try:
+        job = read_request(request, base)
+        settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
+        settings["timeout_s"] = min(job.config.timeout_s, left)
+        job.config = JudgeConfig.from_dict(settings)
+        profiled = pool.judge_many([job])[0]
+    except Exception as exc:  # noqa: BLE001 -- one candidate's profile must not stop the pass or touch its verdict
+        return failed_record(f"the profile run could not be made: {type(exc).__name__}: {exc}"), \
+            round(time.monotonic() - start, 3)
+    seconds = profiled.stage_seconds.get("profile", round(time.monotonic() - start, 3))
+    if profiled.profile is not None:
+        return profiled.profile, seconds
+    why = profiled.error or f"its run ended {profiled.status} at {profiled.stage or 'start'} before the profile"
+    return failed_record(f"the profile run failed: {why}"), seconds
+
+
 def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
     """Profile what asked for it (see the module docstring); returns the names profiled."""
     from ..files import atomic_write
-    from .batch import read_request, request_name, verdict_path
+    from .batch import request_name, verdict_path
 
     queues = [candidates(Path(f)) for f in folders]
     ordered = [item for row in zip_longest(*queues) for item in row if item is not None]
@@ -62,14 +86,7 @@ def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: 
                 log(f"profile budget of {budget_s:.0f} s spent: {len(ordered) - index} passing candidates "
                     "not profiled")
             break
-        job = read_request(request, base)
-        settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
-        settings["timeout_s"] = min(job.config.timeout_s, left)
-        job.config = JudgeConfig.from_dict(settings)
-        profiled = pool.judge_many([job])[0]
-        verdict.profile = profiled.profile if profiled.profile is not None else {
-            "status": "failed", "findings": [], "notes": [f"the profile run failed: {profiled.error}"]}
-        verdict.stage_seconds["profile"] = profiled.stage_seconds.get("profile", 0.0)
+        verdict.profile, verdict.stage_seconds["profile"] = _profile_one(request, pool, base, left)
         atomic_write(verdict_path(request), verdict.to_json())
         done.append(request_name(request))
         if log:

@@ -1,11 +1,15 @@
 """The profile of a passing candidate (`config.profile`): kernelwright.profile, run by the judge.
 
-`profile_candidate` runs its own processes (a timeline pass, ncu passes) and never raises for a
-bad candidate or a missing tool: what cannot run becomes a finding in the report. Under the judge's
-supervisor those processes are started by the supervisor, each confined afresh (`profilehost`). The judge runs it
-with the verdict's sizes and seed, within the candidate's time budget, and through a stand-in
-interpreter (`cached_run`) that installs the judge's build cache in those processes, so a CUDA
-extension built and hashed for this verdict is loaded there, not built again.
+`profile_candidate` runs its own processes (a timeline pass, one ncu collection) and never raises
+for a bad candidate or a missing tool: what cannot run becomes a finding in the report. Under the
+judge's supervisor those processes are started by the supervisor, each confined afresh
+(`profilehost`). The judge runs it with the verdict's sizes and seed, within the candidate's time
+budget, and through a stand-in interpreter (`cached_run`) that installs the judge's build cache in
+those processes, so a CUDA extension built and hashed for this verdict is loaded there, not built
+again. ncu profiles the kernels that take most of the time in the verdict's per-kernel split
+(`verdict.kernels`, from the timing stage), and the list of counters ncu offers is kept in the
+judge's cache folder. Whatever goes wrong, the verdict keeps everything else it holds: this returns
+a record that says why, and never raises.
 """
 from __future__ import annotations
 
@@ -14,16 +18,36 @@ from pathlib import Path
 
 
 def profile_report(problem_path, candidate_path, verdict, config, device: str) -> dict:
-    """`ProfileReport.to_dict()` for the candidate, or an "unavailable" record saying why."""
+    """`ProfileReport.to_dict()` for the candidate, or a record ("unavailable", "failed") saying why."""
     try:
         from kernelwright.profile import ProfileConfig, profile_candidate
     except ImportError as exc:
         return {"status": "unavailable", "findings": [], "notes": [f"kernelwright.profile is not importable: {exc}"]}
-    settings = ProfileConfig(overrides=dict(verdict.overrides), shrink=False, seed=config.seed,
-                             device="cuda" if device.startswith("cuda") else "cpu",
-                             timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
-                             python=build_cache_python(), artifacts_dir=None)
-    return profile_candidate(problem_path, candidate_path, settings, executor=profile_executor()).to_dict()
+    try:
+        settings = ProfileConfig(overrides=dict(verdict.overrides), shrink=False, seed=config.seed,
+                                 device="cuda" if device.startswith("cuda") else "cpu",
+                                 timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
+                                 python=build_cache_python(), artifacts_dir=None, cache_dir=profile_cache(config))
+        return profile_candidate(problem_path, candidate_path, settings, executor=profile_executor(),
+                                 kernel_shares=getattr(verdict, "kernels", None) or None).to_dict()
+    except Exception as exc:  # noqa: BLE001 -- the verdict is already made: a profile must not unmake it
+        return failed_record(f"the profile stopped: {type(exc).__name__}: {exc}")
+
+
+def failed_record(why: str) -> dict:
+    """What a verdict's `profile` holds when no report came back: the reason, as a notice prompts show."""
+    return {"status": "failed", "findings": [{"text": f"The candidate was not profiled: {why}.", "kind": "notice"}],
+            "notes": [why]}
+
+
+def profile_cache(config) -> str | None:
+    """The profile's folder in the judge's cache (what ncu lists per device), or None where unknown."""
+    try:
+        from .cachedir import cache_root
+
+        return str(cache_root(getattr(config, "cache_dir", None)) / "profile")
+    except Exception:  # noqa: BLE001 -- a cache is an optimisation
+        return None
 
 
 def profile_executor():

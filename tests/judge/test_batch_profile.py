@@ -1,6 +1,8 @@
 """The batch profile pass: who is profiled, in which order, within which budget."""
 from __future__ import annotations
 
+import json
+
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.batch import read_verdicts, verdict_path, write_request
@@ -51,3 +53,48 @@ def test_no_budget_no_profiles(tmp_path):
     logged = []
     assert profile_pass([tmp_path], RecordingPool(), None, budget_s=10, log=logged.append) == []
     assert "not profiled" in logged[0] and set(PROFILE_OVERRIDES) >= {"trials", "time", "profile"}
+
+
+class FailingPool:
+    """A profile job that timed out (no report came back), then a pool that breaks."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def judge_many(self, jobs):
+        self.calls += 1
+        if self.calls == 1:
+            return [Verdict(problem="p", candidate=jobs[0].name, status="error", stage="profile",
+                            error="the evaluation did not finish within 300 s and was stopped")]
+        raise RuntimeError("the pool's workers are gone")
+
+
+def test_a_failed_or_timed_out_profile_leaves_the_verdict_intact_and_says_why(tmp_path):
+    write(tmp_path, "t1", True, 3.0, True)
+    write(tmp_path, "t2", True, 2.0, True)
+    before = {name: v.to_dict() for name, v in read_verdicts(tmp_path).items()}
+    logged = []
+    assert profile_pass([tmp_path], FailingPool(), None, budget_s=600, log=logged.append) == ["t1", "t2"]
+    after = read_verdicts(tmp_path)
+    for name in ("t1", "t2"):
+        kept = {k: v for k, v in after[name].to_dict().items() if k not in ("profile", "stage_seconds")}
+        assert kept == {k: v for k, v in before[name].items() if k not in ("profile", "stage_seconds")}
+        assert after[name].status == "pass" and after[name].speedup == before[name]["speedup"]
+        assert after[name].profile["status"] == "failed" and after[name].stage_seconds["profile"] >= 0
+    timed_out, broken = after["t1"].profile, after["t2"].profile
+    assert "did not finish within 300 s" in timed_out["notes"][0]
+    assert timed_out["findings"][0]["kind"] == "notice" and "not profiled" in timed_out["findings"][0]["text"]
+    assert "RuntimeError: the pool's workers are gone" in broken["notes"][0]
+    assert "t1: profiled (failed" in logged[0]
+    assert profile_pass([tmp_path], RecordingPool(), None, budget_s=600) == []  # a failed profile is not redone
+
+
+def test_a_request_that_cannot_be_read_again_is_a_failed_profile_not_a_crash(tmp_path):
+    write(tmp_path, "r1", True, 1.0, True)
+    request = tmp_path / "r1.request.json"
+    data = json.loads(request.read_text())
+    data["config"] = {"no_such_setting": 1}
+    request.write_text(json.dumps(data))
+    assert profile_pass([tmp_path], RecordingPool(), None, budget_s=600) == ["r1"]
+    verdict = read_verdicts(tmp_path)["r1"]
+    assert verdict.status == "pass" and "bad config" in verdict.profile["notes"][0]

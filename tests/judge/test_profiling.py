@@ -1,0 +1,43 @@
+"""The judge's profile stage helper (judge/profiling.py): what it hands the profiler, and that a
+profile which cannot be made leaves a record saying why instead of an exception."""
+from __future__ import annotations
+
+from kernelwright.judge import JudgeConfig, profiling
+from kernelwright.judge.verdict import Verdict
+
+SHARES = {"available": True, "kernels": [{"name": "add_kernel", "share": 1.0, "us_per_call": 5.0,
+                                          "launches_per_call": 1.0}]}
+
+
+def _verdict() -> Verdict:
+    verdict = Verdict(problem="p", candidate="c", status="pass", stage="profile")
+    verdict.kernels = dict(SHARES)
+    return verdict
+
+
+def test_the_verdicts_kernel_shares_and_the_judges_cache_reach_the_profiler(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_profile(problem, candidate, settings, executor=None, kernel_shares=None):
+        from kernelwright.profile import ProfileReport
+
+        seen.update(settings=settings, shares=kernel_shares)
+        return ProfileReport(str(problem), str(candidate), status="ok")
+
+    monkeypatch.setattr("kernelwright.profile.profile_candidate", fake_profile)
+    monkeypatch.chdir(tmp_path)
+    config = JudgeConfig(cache_dir=str(tmp_path / "cache"), timeout_s=100)
+    record = profiling.profile_report("p.py", "c.py", _verdict(), config, "cuda:0")
+    assert record["status"] == "ok" and seen["shares"] == SHARES
+    assert seen["settings"].cache_dir == str(tmp_path / "cache" / "profile") and seen["settings"].budget_s == 90
+
+
+def test_a_profile_that_raises_becomes_a_record_that_says_why(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr("kernelwright.profile.profile_candidate", broken)
+    monkeypatch.chdir(tmp_path)
+    record = profiling.profile_report("p.py", "c.py", _verdict(), JudgeConfig(), "cuda:0")
+    assert record["status"] == "failed" and "OSError: no space left on device" in record["notes"][0]
+    assert record["findings"][0]["kind"] == "notice"
