@@ -26,7 +26,7 @@ def short_kernel_name(name: str) -> str:
     C++ kernel names carry their template arguments and signature; the function's name is what a
     reader recognises. Triton kernels keep their plain names.
     """
-    text = re.sub(r"^void\s+", "", name.strip())
+    text = re.sub(r"^void\s+", "", name.strip()).replace("(anonymous namespace)::", "")
     depth, out, inside = 0, [], []
     for ch in text:
         if ch == "(" and depth == 0:

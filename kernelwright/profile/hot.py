@@ -10,8 +10,8 @@ cover `cover` of it.
 
 ncu selects kernels by function name (`--kernel-name-base function`: `vectorized_elementwise_kernel`,
 no namespace, no template arguments), which is what `ncu_function` makes of either kind of name. A
-name that does not yield one (the timing stage writes `at::native::` for kernels in an anonymous
-namespace; a function name cut at 120 characters) cannot be selected: when a kernel the rule would
+name that does not yield one (verdicts written before 2026-11-28 have `at::native::` for kernels
+in an anonymous namespace; a function name cut at 120 characters) cannot be selected: when a kernel the rule would
 pick has such a name, the timeline's full names are used instead, and failing those it is left out.
 Template instances share a function name (PyTorch's elementwise kernels), so their launches are
 counted in the launch budget of a picked one and profiled with it. `--launch-count` is the launches

@@ -23,6 +23,9 @@ def test_kernel_names_keep_the_operation_and_lose_the_rest_of_the_template_and_s
     plain = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4>(Params)"
     assert kernel_times.short_kernel_name("void k<4, float>(float*)") == "k<…>"
     assert kernel_times.short_kernel_name(plain) == ("cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4 …>")
+    softmax = ("void at::native::(anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"
+               "(float*, float const*, int, int, int, bool const*, int, bool)")
+    assert kernel_times.short_kernel_name(softmax) == "at::native::softmax_warp_forward<…>"
     assert kernel_times.short_kernel_name("relu_kernel") == "relu_kernel"
 
 

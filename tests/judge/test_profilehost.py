@@ -34,7 +34,7 @@ if args == ["--query-metrics"]:
     sys.exit(1)
 if args[0] == "--import":
     page = args[args.index("--page") + 1] if "--page" in args else "raw"
-    name = {{"stage1": "stage1_raw.csv", "stage2": "source_page.csv" if page == "source" else "stage2_memory_raw.csv"}}
+    name = {{"stage1": "source_page.csv" if page == "source" else "stage1_raw.csv"}}
     print(open(os.path.join({hand!r}, name[os.path.basename(args[1]).split(".")[0]])).read(), end="")
     sys.exit(0)
 base = args[args.index("--export") + 1]
@@ -135,7 +135,7 @@ def test_ncu_runs_only_with_allow_listed_arguments_and_names(host):
 
 
 def test_the_profile_stages_run_through_the_supervisor(host, tmp_path):
-    """stage 1, stage 2 and the source page, every ncu call made by the supervisor; imports of its reports."""
+    """The collection and its source page, every ncu call made by the supervisor; imports of its reports."""
     mine, log, _, _ = host
     work = mine / "work" / "profile"
     work.mkdir()
@@ -147,9 +147,9 @@ def test_the_profile_stages_run_through_the_supervisor(host, tmp_path):
     assert kernels, [f.text for f in run.report.findings]
     stages.attach_kernels(run, kernels, None)
     assert [k.bottleneck for k in run.report.kernels] == ["latency", "compute", "memory"]
-    assert run.report.kernels[0].hotspots  # the stage-2 source page, imported by the supervisor
+    assert run.report.kernels[0].hotspots  # the collection's source page, imported by the supervisor
     calls = log.read_text().splitlines()
-    assert calls[0] == "--query-metrics" and sum("--export" in c for c in calls) == 2
+    assert calls[0] == "--query-metrics" and sum("--export" in c for c in calls) == 1
     assert all(str(mine / "trusted" / "profile") in c for c in calls if c.startswith("--import"))
 
 
