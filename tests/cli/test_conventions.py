@@ -107,7 +107,10 @@ def test_exit_codes_are_documented_once_and_the_same():
 # template sources, constants a problem file declares (docs/reference_kernels.md), and what the
 # judge passes to its own child processes
 NOT_USER_VARIABLES = {"KW_TUNE", "KW_PARAMS", "KW_ALIASES", "KW_BACKWARD", "KW_GRAD_INPUTS", "KW_PARENT_PID",
-                      "KW_RLIMIT_AS_BYTES", "KW_JUDGE_SERVICE"}
+                      "KW_RLIMIT_AS_BYTES", "KW_JUDGE_SERVICE",
+                      # the checker's handshake with the runner it starts: set by the judge, never by a user
+                      "KW_RUNNER_FD", "KW_RUNNER_PID", "KW_RUNNER_PROBLEM", "KW_RUNNER_CANDIDATE", "KW_MPS_NOTE",
+                      "KW_RESULT_TOKEN"}
 
 
 def test_one_prefix_and_every_variable_documented():

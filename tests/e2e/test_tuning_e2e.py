@@ -71,7 +71,7 @@ def assert_templatizer_prompt(prompt: str) -> None:
     assert "torch.relu(x)" in prompt and "batch_size = 4096" in prompt  # the reference as written
     assert "relu_kernel[grid](x, out, n_elements, BLOCK_SIZE=256, num_warps=4)" in prompt  # c1, whole
     assert "Status: correct, 2/2 trials passed" in prompt and "of CPU wall time" in prompt  # its verdict
-    assert "The tuner will judge at most 4 configurations" in prompt
+    assert "It judges at most 4 configurations in all" in prompt
     assert "KW_PARAMS = dict(KW_TUNE[\"defaults\"])" in prompt  # the answer format
 
 

@@ -304,8 +304,8 @@ class AutotuneSession:
 
         plan = self.plan
         self.store.update_run(plan.run_id, status="running", detail=None)
-        if self.best is not None and self.store.run(plan.run_id).get("best_candidate") != self.best[1]:
-            self._record_best()  # the stored best (a run a lower --max-evals once made worse is mended too)
+        if self.best is not None:  # the stored best and its speedup, as the stored verdicts now read (a
+            self._record_best()  # rejudged verdict's amendment; a run a lower --max-evals made worse is mended)
         self.progress()
         if self.judged_before and self.budget_spent():
             return self.already_spent()
