@@ -6,7 +6,7 @@
 #
 # IN.tar holds the runs' evals folders with their paths as on the search machine, e.g. made there by
 #     tar -cf gpu-evidence/round1.tar gpu-evidence/*/evals
-# The script unpacks it into a scratch folder, runs `python -m kernelwright.judge.batch` on every
+# The script unpacks it into a scratch folder, runs `python -m kernelwright.judge.scheduling.batch` on every
 # evals folder at once (recording the device in each folder's device.json on first contact, the
 # peaks measured once, then judging every pending request, then profiling the passing candidates
 # whose requests ask for it, best first, within PROFILE_BUDGET_S seconds, default 150), all under
@@ -36,7 +36,7 @@ if [ "${#FOLDERS[@]}" -eq 0 ]; then
 fi
 echo "judging ${#FOLDERS[@]} folders: ${FOLDERS[*]} (profile budget ${BUDGET} s, limit ${LIMIT} s, baseline lanes ${KW_BASELINE_LANES:-2})" | tee "$OUT/batch_gpu.log"
 started=$(date +%s)
-(cd "$WORK" && timeout -k 10 "$LIMIT" python -m kernelwright.judge.batch "${FOLDERS[@]}" \
+(cd "$WORK" && timeout -k 10 "$LIMIT" python -m kernelwright.judge.scheduling.batch "${FOLDERS[@]}" \
     --profile-budget "$BUDGET" --per-gpu "${KW_PER_GPU:-4}" --baseline-lanes "${KW_BASELINE_LANES:-2}" \
     ${KW_RETRY_ERRORS:+--retry-errors}) >>"$OUT/batch_gpu.log" 2>&1
 code=$?

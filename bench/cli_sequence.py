@@ -16,7 +16,7 @@ the problems' eager and torch.compile baselines already cached.
 3. Runs `python -m kernelwright judge PROBLEM CANDIDATE --json` for the 17 candidates one after
    another (a problem's candidates together, as a search session judges them), each timed
    wall-clock around the whole command.
-   By default each call goes through the user's judge daemon (kernelwright/judge/daemon.py), the
+   By default each call goes through the user's judge daemon (kernelwright/judge/scheduling/daemon.py), the
    path a user gets: the first call starts it (and its fork server's imports), the later ones are
    forked warm from it. `--no-daemon` measures the old path (every call judges in its own
    process: KW_JUDGE_DAEMON=0). The daemons the calls used are stopped at the end.

@@ -5,7 +5,7 @@
 
 Issue 14's target: several judge processes on one GPU must not turn each other's memory into
 out-of-memory verdicts. Each runner admits jobs through its own pool's memory admission and the
-GPU's admission ledger shared by every judge process (judge/admission.py, judge/ledger.py).
+GPU's admission ledger shared by every judge process (judge/scheduling/admission.py, judge/scheduling/ledger.py).
 
 1. Picks the `--problems` largest shared level-1 problems by input bytes that the template
    library covers (bench/template_candidates.py, rule `largest`: sizes read on the meta device,
@@ -61,7 +61,7 @@ def parse_args():
 
 def write_requests(manifest: dict, folders: list[Path], device: str) -> list[dict]:
     """One batch request per candidate, request j into folder j mod len(folders)."""
-    from kernelwright.judge.batch import write_request
+    from kernelwright.judge.scheduling.batch import write_request
 
     requests, j = [], 0
     for index in range(max(len(p["candidates"]) for p in manifest["problems"])):
@@ -139,8 +139,8 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def verdict_row(request: dict) -> dict:
-    from kernelwright.judge.admission import OOM_RETRIED, is_oom, oom_line, peak_of
-    from kernelwright.judge.batch import VERDICT_SUFFIX
+    from kernelwright.judge.scheduling.admission import OOM_RETRIED, is_oom, oom_line, peak_of
+    from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX
     from kernelwright.judge.outcome import outcome
     from kernelwright.judge.verdict import Verdict
 

@@ -100,7 +100,7 @@ def main() -> int:
 
     from kernelwright.judge.env import environment
     from kernelwright.judge.peaks import ensure_peaks
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     out = out_dir()
     cache_dir = Path.home() / ".cache" / "kernelwright"

@@ -9,7 +9,7 @@
    varying a harmless constant in the ReLU candidate so their hashes differ), CUDA cached (the same
    N again). Targets: >= 60 Triton/min, >= 30 CUDA/min with parallel compile. The median seconds
    per stage (verdict.stage_seconds) say where a candidate's time goes. Evaluations are forked
-   from the fork server (judge/forkserver.py); section triton_cold judges the same Triton batch
+   from the fork server (judge/scheduling/forkserver.py); section triton_cold judges the same Triton batch
    with every evaluation started cold (a fresh interpreter), for the warm start's saving; section
    triton_steady times the batch on a pool that has already judged two other candidates (fork
    server started, the problem's memory measured), as in a search that keeps its pool.
@@ -81,7 +81,7 @@ def variants(backend: str, count: int, folder: Path) -> list[Path]:
 
 
 def make_pool(config, args, warm: bool = True):
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     gpus = [] if args.device == "cpu" else None
     return JudgePool(config, compile_workers=args.compile_workers, per_gpu=args.per_gpu, gpus=gpus, cpu_workers=2,

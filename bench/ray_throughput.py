@@ -60,7 +60,7 @@ def suite(args, cache: Path) -> list[tuple]:
 
 
 def run_local(jobs, args) -> tuple[list, float]:
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     gpus = [] if args.device == "cpu" else None
     with JudgePool(jobs[0][2], compile_workers=os.cpu_count(), per_gpu=args.per_gpu, gpus=gpus,
@@ -69,7 +69,7 @@ def run_local(jobs, args) -> tuple[list, float]:
 
 
 def run_ray(jobs, args) -> tuple[list, float]:
-    from kernelwright.judge.node import NodeJob
+    from kernelwright.judge.scheduling.node import NodeJob
     from kernelwright.search.drivers.ray_pool import RayJudgePool, RayOptions
 
     node_jobs = [NodeJob(Path(p).read_text(), Path(p).name, Path(c).read_text(), Path(c).stem, config.to_dict())

@@ -90,7 +90,7 @@ def main() -> int:
     from kernelwright.judge import JudgeConfig
     from kernelwright.judge.env import environment
     from kernelwright.judge.peaks import ensure_peaks
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     import torch
 

@@ -71,7 +71,7 @@ case "$what" in
     python - "$SUITE" <<'EOF'
 import json, sys
 from pathlib import Path
-from kernelwright.judge.batch import request_priority
+from kernelwright.judge.scheduling.batch import request_priority
 suite = Path(sys.argv[1])
 result = json.loads(Path(f"{suite}.prepare.json").read_text())
 counts = {}

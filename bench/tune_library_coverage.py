@@ -42,7 +42,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")
     from kernelwright.judge import JudgeConfig
-    from kernelwright.judge.pool import JudgeJob, JudgePool
+    from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
     from kernelwright.problem import load_problem
     from kernelwright.tune.library import NoTemplate, build_template
 

@@ -116,7 +116,7 @@ def _bytes_on_meta(problem) -> int:
 
 def run_coverage(args, out: Path) -> dict:
     from kernelwright.judge import JudgeConfig
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
     from kernelwright.problem import load_problem
     from kernelwright.tune.library import NoTemplate, build_template
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from kernelwright.judge import JudgeConfig  # noqa: E402
 from kernelwright.judge.api import SourceText  # noqa: E402
-from kernelwright.judge.pool import JudgeJob, JudgePool  # noqa: E402
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool  # noqa: E402
 
 EXAMPLES = REPO / "examples"
 TEST_CANDIDATES = REPO / "tests" / "judge" / "candidates"

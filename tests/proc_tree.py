@@ -35,7 +35,7 @@ def judge_workers(pid: int) -> list[int]:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
             if b"kernelwright.judge.worker" in cmdline or b"kernelwright.judge.supervisor" in cmdline:
                 found.append(child)
-            elif b"kernelwright.judge.forkserver" in cmdline and _forked_from_server(child):
+            elif b"kernelwright.judge.scheduling.forkserver" in cmdline and _forked_from_server(child):
                 found.append(child)
         except OSError:
             continue
@@ -44,7 +44,7 @@ def judge_workers(pid: int) -> list[int]:
 
 def _forked_from_server(pid: int) -> bool:
     parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-    return b"kernelwright.judge.forkserver" in Path(f"/proc/{parent}/cmdline").read_bytes()
+    return b"kernelwright.judge.scheduling.forkserver" in Path(f"/proc/{parent}/cmdline").read_bytes()
 
 
 def alive(pid: int) -> bool:

@@ -173,9 +173,9 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"judge.api", "judge.checker.main", "judge.checker.stages.check", "judge.checker.stages.compile",
                "judge.checker.stages.context", "judge.checker.stages.finish", "judge.checker.stages.load",
                "judge.checker.stages.profile", "judge.checker.stages.reference", "judge.checker.stages.time",
-               "judge.forkserver", "judge.supervisor"}):
+               "judge.scheduling.forkserver", "judge.supervisor"}):
         "the checker's stages import the judge's entry helpers lazily; the fork server starts the supervisor",
-    frozenset({"judge.batch", "judge.batch_profile"}): "request helpers shared with the profile pass",
+    frozenset({"judge.scheduling.batch", "judge.scheduling.batch_profile"}): "request helpers shared with the profile pass",
     frozenset({"search.core", "search.strategies", "search.strategies.base", "search.strategies.beam",
                "search.strategies.greedy", "search.strategies.mcts", "search.tuning", "search.tuning_report"}):
         "strategies read the engine's tree types; the engine makes its strategy and tuning step by name",
@@ -324,3 +324,17 @@ def test_the_runner_reaches_no_judging_code():
     for judging in ("judge.check", "judge.gpucompare", "judge.timing", "judge.timed", "judge.refstore",
                     "judge.refcases", "judge.baseline", "judge.floor", "judge.checker.main", "judge.supervisor"):
         assert judging not in RUNNER_REACHES
+    assert not any(m.startswith(("judge.checker", "judge.scheduling")) for m in RUNNER_REACHES)
+
+
+def test_the_judge_folders_show_the_process_boundary():
+    """What runs candidate code (runner/), what judges it (checker/) and what schedules
+    evaluations (scheduling/) are homes of their own; the checker and the runner never import
+    the scheduling."""
+    judge = PACKAGE / "judge"
+    for home in ("runner", "checker", "scheduling"):
+        assert (judge / home / "__init__.py").is_file(), home
+    graph = module_graph()
+    for module, targets in graph.items():
+        if module.startswith(("judge.runner", "judge.checker")):
+            assert not any(t.startswith("judge.scheduling") for t in targets), module

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kernelwright.judge.baseline_lane import DEFAULT_LANES
+from kernelwright.judge.scheduling.baseline_lane import DEFAULT_LANES
 
 from . import heartbeat
 
@@ -132,7 +132,7 @@ def judge_command(
         if not path.is_file():
             refuse(problem, candidate, f"{path}: {'not a file' if path.exists() else 'file not found'}", json_out)
     from kernelwright.cli import judge_daemon
-    from kernelwright.judge.daemon_key import enabled, idle_seconds
+    from kernelwright.judge.scheduling.daemon_key import enabled, idle_seconds
 
     with heartbeat.Heartbeat(_say) as beat:  # a hang is stopped by the judge's timeouts; until then, say so
         beat.doing(f"judging {candidate.name} against {problem.name} (the judge allows each stage "
@@ -172,8 +172,8 @@ def exit_code(verdict) -> int:
 
 def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False,
                      baseline_lanes: int = DEFAULT_LANES) -> int:
-    from kernelwright.judge.batch import judge_folders, pending, system_errors
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.batch import judge_folders, pending, system_errors
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     if not folder.is_dir():
         console.print(f"[red]{folder}: not a folder[/]")

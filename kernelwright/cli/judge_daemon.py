@@ -1,6 +1,6 @@
-"""`kernelwright judge PROBLEM CANDIDATE` through the user's judge daemon (kernelwright/judge/daemon.py).
+"""`kernelwright judge PROBLEM CANDIDATE` through the user's judge daemon (kernelwright/judge/scheduling/daemon.py).
 
-The first call starts a daemon for its key (kernelwright/judge/daemon_key.py: versions, source,
+The first call starts a daemon for its key (kernelwright/judge/scheduling/daemon_key.py: versions, source,
 interpreter, devices, environment) and leaves it running; later calls with the same key send it
 their request and print the verdict it returns, without importing torch here. A daemon ends after
 an idle timeout ($KW_JUDGE_DAEMON_IDLE, `--daemon-idle`, default 300 s). When no daemon can be
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelwright.judge.daemon_key import (PACKAGE, DaemonUnavailable, absolute_path_list, daemon_key, key_digest,
-                                           socket_path)
+from kernelwright.judge.scheduling.daemon_key import PACKAGE, DaemonUnavailable, absolute_path_list, daemon_key, key_digest, socket_path
 from kernelwright.judge.service import peer_credentials
 from kernelwright.judge.wire import receive, send
 
@@ -111,14 +110,14 @@ def start_and_connect(path: Path, digest: str, idle_s: float) -> socket.socket:
 
 
 def spawn(path: Path, digest: str, idle_s: float) -> subprocess.Popen:
-    """`python -m kernelwright.judge.daemon` in a session of its own, with this call's environment."""
+    """`python -m kernelwright.judge.scheduling.daemon` in a session of its own, with this call's environment."""
     log_path = Path(str(path) + ".log")
     if log_path.is_file() and log_path.stat().st_size > LOG_LIMIT:
         log_path.unlink()
     env = dict(os.environ)  # the package this call imported comes first, as the judge's workers get it
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE.parent), absolute_path_list(env.get("PYTHONPATH", ""))]))
     with open(log_path, "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "kernelwright.judge.daemon", str(path), "--digest", digest,
+        return subprocess.Popen([sys.executable, "-m", "kernelwright.judge.scheduling.daemon", str(path), "--digest", digest,
                                  "--idle", str(idle_s)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 cwd=str(path.parent), env=env, start_new_session=True, close_fds=True)
 
@@ -186,7 +185,7 @@ def judge(problem: Path, candidate: Path, config, use_daemon: bool, idle_s: floa
             return Verdict.from_dict(answer.verdict)
         note = f"{answer.note}; judged in this process instead"
         say(f"kernelwright judge: {note}")
-    from kernelwright.judge.pool import judge_one  # on a GPU: memory admission shared with every judge process
+    from kernelwright.judge.scheduling.pool import judge_one  # on a GPU: memory admission shared with every judge process
 
     verdict = judge_one(problem, candidate, config)
     if use_daemon:
@@ -196,7 +195,7 @@ def judge(problem: Path, candidate: Path, config, use_daemon: bool, idle_s: floa
 
 def serve(config, idle_s: float | None) -> int:
     """`kernelwright judge --serve`: this process becomes the daemon of its key (in the foreground)."""
-    from kernelwright.judge import daemon
+    from kernelwright.judge.scheduling import daemon
 
     config.cache_dir = str(cache_dir_of(config))
     path, digest = address(config)

@@ -71,7 +71,7 @@ def _distinct_names(problems: list) -> None:
 
 def _pending(target, found, manifest) -> dict[str, int]:
     """Requests without a verdict, per run folder: the suite's shared batch folder, or each run's own."""
-    from kernelwright.judge.batch import pending
+    from kernelwright.judge.scheduling.batch import pending
     from kernelwright.store.suite import BATCH_DIR
 
     out: dict[str, int] = {}

@@ -111,7 +111,7 @@ def closing_lines(outcome) -> list[str]:
     if evals:
         folders = sorted({str(p.parent) if p.suffix == ".json" else str(p) for p in evals})
         lines.append(f"{len(evals)} evaluation(s) pending in {', '.join(folders)}: run `kernelwright judge --batch "
-                     f"{folders[0]}` (or `python -m kernelwright.judge.batch {folders[0]}`) where the GPU is")
+                     f"{folders[0]}` (or `python -m kernelwright.judge.scheduling.batch {folders[0]}`) where the GPU is")
     if prompts:
         lines.append(f"{len(prompts)} prompt(s) wait for answers in {prompts[0].parent}")
     if evals or prompts or outcome.exit_code in (75, 130):

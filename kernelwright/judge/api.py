@@ -144,7 +144,7 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     setting = os.environ.get("KW_JUDGE_WARM", "").strip().lower()
     if not force and setting in ("0", "off", "no", "false"):
         return None
-    from .forkserver import Launcher
+    from .scheduling.forkserver import Launcher
 
     extra = env or {}
     env = sandbox.scrubbed_environ()

@@ -106,7 +106,7 @@ def make_inputs(problem, seed: int, variant: str, device: str) -> list:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` is the GPU running out of memory, as the pool tells one it judges again
     (`admission.names_oom`)."""
-    from .admission import names_oom
+    from .scheduling.admission import names_oom
 
     return names_oom(f"{type(exc).__name__}: {exc}")
 

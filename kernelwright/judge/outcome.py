@@ -9,7 +9,7 @@
 - `not judged`: the system's fault, never held against the candidate: an internal judge error, a
   machine that lacks a tool (`preflight.environment_error`), out of GPU memory while the GPU may
   have been shared (no `OOM_ALONE` flag: other evaluations or processes held memory, see
-  judge/admission.py), or an error outside the candidate's stages (the problem's reference could
+  judge/scheduling/admission.py), or an error outside the candidate's stages (the problem's reference could
   not run, the worker died while loading, the judge refused the request).
 
 A `not judged` verdict says nothing about the candidate: judge it again (`kernelwright judge --batch
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .admission import OOM_ALONE, is_oom, oom_line
+from .scheduling.admission import OOM_ALONE, is_oom, oom_line
 from .preflight import environment_error
 from .verdict import ERROR, FAIL, PASS, REJECT, CompileResult, Flag, ProcessInfo, TrialResult, Verdict
 

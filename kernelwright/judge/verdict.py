@@ -16,6 +16,8 @@ SCHEMA_VERSION = 1
 # verdict.status values
 PASS, FAIL, ERROR = "pass", "fail", "error"
 # verdict.stage values: the last stage the candidate reached
+PEAK_KEY = "gpu_peak_bytes"  # verdict.environment: the evaluation's measured GPU memory peak (admission reads it)
+
 STAGES = ("load", "compile", "check", "time", "profile", "done")
 # flag severities: "reject" fails the verdict, "warn" is reported, "info" is context
 REJECT, WARN, INFO = "reject", "warn", "info"

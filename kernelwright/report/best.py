@@ -129,7 +129,7 @@ def _device(verdict: dict[str, Any]) -> str:
 
 
 def judged_on_text(where: dict[str, Any]) -> str:
-    """Host, GPU and Ray node of a verdict judged on a cluster (kernelwright.judge.node)."""
+    """Host, GPU and Ray node of a verdict judged on a cluster (kernelwright.judge.scheduling.node)."""
     gpus = ", ".join(f"GPU {g.get('index')} {g.get('uuid', '')}".strip() for g in where.get("gpus") or []) or "CPU"
     node = f", Ray node {where['ray_node_id'][:12]}" if where.get("ray_node_id") else ""
     return f"{where.get('hostname', '?')}, {gpus}{node}"

@@ -1,4 +1,4 @@
-"""Template instances judged elsewhere: each becomes a request in a batch folder (judge/batch.py).
+"""Template instances judged elsewhere: each becomes a request in a batch folder (judge/scheduling/batch.py).
 
 `BatchTemplateEvaluator.evaluate(template, configs)` answers a configuration from the tuning cache, else
 from its verdict file in the folder; the others are written as requests (the problem as source
@@ -89,7 +89,7 @@ class BatchTemplateEvaluator(JudgeEvaluator):
         return results
 
     def _verdict(self, template: Template, source: str):
-        from kernelwright.judge.batch import VERDICT_SUFFIX
+        from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX
         from kernelwright.judge.verdict import Verdict
 
         path = self.folder / f"{self.request_name(template, source)}{VERDICT_SUFFIX}"
@@ -102,7 +102,7 @@ class BatchTemplateEvaluator(JudgeEvaluator):
 
     def _request(self, template: Template, source: str, priority: int) -> Path:
         from kernelwright.judge.api import SourceText
-        from kernelwright.judge.batch import REQUEST_SUFFIX, write_request
+        from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, write_request
 
         name = self.request_name(template, source)
         path = self.folder / f"{name}{REQUEST_SUFFIX}"

@@ -171,7 +171,7 @@ class JudgeEvaluator:
             yield from arrived
             return
         try:
-            from kernelwright.judge.pool import JudgePool
+            from kernelwright.judge.scheduling.pool import JudgePool
         except ImportError:
             JudgePool = None  # noqa: N806 - the judge's pool is optional; threads do the same job
         if JudgePool is not None:

@@ -34,7 +34,7 @@ def verify_default(template: Template, original_source: str, problem, judge_conf
                    workdir: str | Path | None = None) -> VerifyResult:
     """Judge the original source and the template's default instance against `problem` (a path)."""
     from kernelwright.judge import JudgeConfig
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     config = judge_config or JudgeConfig()
     folder = Path(workdir or tempfile.mkdtemp(prefix="kw-verify-"))

@@ -154,7 +154,7 @@ def test_batch_evaluations_round_trip_through_a_folder(tmp_path):
     # runner's first contact records the device, and the run goes on
     assert result.returncode == PAUSED and "device.json" in result.stdout + result.stderr
     assert not list((run_dir / "evals").glob("*.request.json"))
-    recorded = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(run_dir / "evals")],
+    recorded = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(run_dir / "evals")],
                               cwd=tmp_path, env=scenario.env(), capture_output=True, text=True,
                               timeout=scenario.CLI_TIMEOUT_S)
     assert recorded.returncode == 0 and (run_dir / "evals" / "device.json").is_file(), recorded.stderr
@@ -165,7 +165,7 @@ def test_batch_evaluations_round_trip_through_a_folder(tmp_path):
         pending = sorted(p.name for p in evals.glob("*.request.json") if not (evals / p.name.replace(
             ".request.json", ".verdict.json")).exists())
         assert pending == [f"{expected}.request.json"]
-        judged = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(evals)], cwd=tmp_path,
+        judged = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(evals)], cwd=tmp_path,
                                 env=scenario.env(), capture_output=True, text=True, timeout=scenario.CLI_TIMEOUT_S)
         assert judged.returncode == 0, judged.stdout + judged.stderr
         assert (evals / f"{expected}.verdict.json").is_file()

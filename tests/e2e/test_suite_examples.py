@@ -118,7 +118,7 @@ def test_a_batch_suite_has_one_prompt_folder_one_batch_folder_and_one_resume(tmp
     assert f"kernelwright judge --batch {suite / 'evals'}" in done.stdout
     assert len(list((suite / "exchange").glob("*.prompt.md"))) == 6 and not list(suite.glob("*/exchange"))
     # the GPU side would run this on the one folder; here the CPU judges it (sizes as written: small)
-    judged = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(suite / "evals"),
+    judged = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(suite / "evals"),
                              "--profile-budget", "0"], env=scenario.env(), capture_output=True, text=True,
                             timeout=scenario.CLI_TIMEOUT_S)
     assert judged.returncode == 0 and "3 verdicts written" in judged.stdout, judged.stdout + judged.stderr

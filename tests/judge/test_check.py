@@ -289,7 +289,7 @@ def test_running_out_of_gpu_memory_while_drawing_inputs_is_raised_not_answered_o
 
 
 def test_what_counts_as_running_out_of_gpu_memory_is_what_the_pool_judges_again():
-    from kernelwright.judge.admission import names_oom
+    from kernelwright.judge.scheduling.admission import names_oom
 
     for exc in (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
                 RuntimeError("CUDA error: out of memory"), RuntimeError("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate")):

@@ -5,7 +5,7 @@ import asyncio
 from pathlib import Path
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = ("scale_bias_gelu", "row_softmax", "linear_relu")

@@ -67,7 +67,7 @@ def test_gpu_verdict_generates_inputs_on_the_device_and_reports_stages_and_energ
 
 
 def test_two_candidates_checked_at_once_on_one_gpu_both_pass():
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     config = JudgeConfig(trials=2, baselines=())
     with JudgePool(config, per_gpu=2) as pool:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import FAIL, PASS, REJECT
 
 pytestmark = pytest.mark.gpu

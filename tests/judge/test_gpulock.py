@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kernelwright.judge.gpulock import DeviceLock, device_key, lock_for
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 HOLDER = """
 import sys, time
 from kernelwright.judge.gpulock import DeviceLock

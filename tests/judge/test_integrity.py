@@ -5,7 +5,7 @@ leaves a `setsid` child and a daemon running -- is blocked or caught on every co
 next legitimate candidate's verdict, baseline and timing come out as before the attack.
 
 Every attack is judged twice: each evaluation started cold (a fresh interpreter) and warm (forked
-from the fork server, judge/forkserver.py); the guarantees are the same.
+from the fork server, judge/scheduling/forkserver.py); the guarantees are the same.
 
 The judge runs from a copy of the package (PYTHONPATH), so an attack that got through would change
 the copy, never this repository. The same attacks on a GPU: tests/judge/test_gpu_integrity.py.

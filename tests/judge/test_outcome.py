@@ -5,7 +5,7 @@ the H100 suite run of docs/benchmarks.md, trimmed); no judge runs here.
 """
 from __future__ import annotations
 
-from kernelwright.judge.admission import OOM_ALONE, OOM_RETRIED
+from kernelwright.judge.scheduling.admission import OOM_ALONE, OOM_RETRIED
 from kernelwright.judge.outcome import CORRECT, INCORRECT, NOT_JUDGED, outcome
 from kernelwright.judge.verdict import INFO, REJECT, CompileResult, Flag, ProcessInfo, TrialResult, Verdict
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.pool import JudgePool
+from kernelwright.judge.scheduling.pool import JudgePool
 from kernelwright.rules import NAMES, get
 
 ROOT = Path(__file__).resolve().parents[2]

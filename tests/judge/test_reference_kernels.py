@@ -10,7 +10,7 @@ import torch
 
 from kernelwright.judge import JudgeConfig, judge
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.pool import JudgePool
+from kernelwright.judge.scheduling.pool import JudgePool
 from kernelwright.tune.from_reference import reference_candidate
 
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "realworld"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import FAIL, PASS, REJECT
 
 HERE = Path(__file__).parent

@@ -37,7 +37,7 @@ def test_target_round_trips_and_validates(tmp_path):
 
 def test_the_batch_runner_records_its_device_on_first_contact(tmp_path):
     """On this CPU machine: a CPU target with the interpreter flag; kept when already there."""
-    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path), "--profile-budget", "0"],
+    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(tmp_path), "--profile-budget", "0"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     target = read_device_file(tmp_path)
@@ -45,7 +45,7 @@ def test_the_batch_runner_records_its_device_on_first_contact(tmp_path):
         pytest.skip("this machine has a GPU: covered by the GPU test")
     assert target.kind == "cpu" and target.interpreter and target.software.get("torch")
     before = (tmp_path / DEVICE_FILE).stat().st_mtime_ns
-    again = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path), "--profile-budget", "0"],
+    again = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(tmp_path), "--profile-budget", "0"],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and (tmp_path / DEVICE_FILE).stat().st_mtime_ns == before  # first contact only
 

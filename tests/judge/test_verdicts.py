@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT
 
 CANDIDATES = Path(__file__).parent / "candidates"

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_judge_imports_no_ray_and_eval_ray_without_ray_says_how_to_get_it(tmp_path):
     code = ("import sys; sys.modules['ray'] = None\n"
-            "import kernelwright.judge.node, kernelwright.search.drivers.ray_eval as r\n"
+            "import kernelwright.judge.scheduling.node, kernelwright.search.drivers.ray_eval as r\n"
             "assert 'ray' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
             "print(r.missing_ray_message('ray:auto'))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -16,8 +16,8 @@ from proc_tree import alive, judge_workers
 
 from kernelwright.judge.confine import landlock_abi
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.judge.node import NodeJob
-from kernelwright.judge.pool import JudgePool
+from kernelwright.judge.scheduling.node import NodeJob
+from kernelwright.judge.scheduling.pool import JudgePool
 from kernelwright.judge.api import SourceText
 
 REPO = Path(__file__).resolve().parents[2]

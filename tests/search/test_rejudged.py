@@ -11,7 +11,7 @@ from search_scripts import code_text
 from typer.testing import CliRunner
 
 from kernelwright.cli.app import app
-from kernelwright.judge.batch import REJUDGED, verdict_system_error
+from kernelwright.judge.scheduling.batch import REJUDGED, verdict_system_error
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
 from kernelwright.search.drivers.session import RunOptions, run_optimization
 from kernelwright.search.settings import Settings

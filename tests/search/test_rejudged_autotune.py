@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelwright.cli.app import app
-from kernelwright.judge import batch
+from kernelwright.judge.scheduling import batch
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
 from kernelwright.search.budget import Limits
 from kernelwright.search.drivers.autotune import run_autotune

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.judge import batch
+from kernelwright.judge.scheduling import batch
 from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.search.budget import Limits

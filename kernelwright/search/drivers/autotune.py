@@ -346,7 +346,7 @@ class AutotuneSession:
     def paused(self, pending) -> RunOutcome:
         folder = pending.folder
         detail = (f"{len(pending.requests)} evaluation(s) pending in {folder}: run `kernelwright judge --batch "
-                  f"{folder}` (or `python -m kernelwright.judge.batch {folder}`) where the GPU is. Then: "
+                  f"{folder}` (or `python -m kernelwright.judge.scheduling.batch {folder}`) where the GPU is. Then: "
                   f"{resume_command(self.plan.run_dir)}")
         outcome = self.finish("paused", detail)
         outcome.pending_evals = list(pending.requests)

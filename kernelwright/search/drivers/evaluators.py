@@ -1,7 +1,7 @@
 """Answer evaluation asks: in this process's pool of judge workers, or through a batch folder.
 
 Local: every candidate is written to RUN_DIR/candidates/<id>.py (for people to read) and judged in a
-fresh process through the judge's pool (kernelwright.judge.pool.JudgePool.ajudge). Both ways the
+fresh process through the judge's pool (kernelwright.judge.scheduling.pool.JudgePool.ajudge). Both ways the
 judge gets texts (the problem's source as stored with the run, the candidate's code under its id),
 so a verdict, and every prompt quoting it, is the same whether judged here or elsewhere, and names
 no folder of this machine. Local evaluations may check several candidates at once on one GPU; the
@@ -61,7 +61,7 @@ class LocalEvaluator:
         self._pool = pool  # a suite's runs share one pool (each job carries its run's judge config)
 
     def pool(self):
-        from kernelwright.judge.pool import JudgePool, visible_gpus
+        from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
         if self._pool is None:
             gpus = visible_gpus() if self.config.device != "cpu" else ()
@@ -99,7 +99,7 @@ class BatchEvaluator:
         self.prefix = prefix
 
     async def answer(self, ask: EvaluationAsk) -> Answer:
-        from kernelwright.judge import batch
+        from kernelwright.judge.scheduling import batch
         from kernelwright.judge.api import SourceText
 
         candidate_file(self.run_dir, ask.candidate_id, ask.code)
@@ -123,7 +123,7 @@ def candidate_number(candidate_id: str) -> int:
 
 def _find_verdict(folder: Path, name: str) -> Verdict | None:
     """The verdict file of one request, when it is there and readable."""
-    from kernelwright.judge import batch
+    from kernelwright.judge.scheduling import batch
 
     path = folder / f"{name}{batch.VERDICT_SUFFIX}"
     if not path.is_file():

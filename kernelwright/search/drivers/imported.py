@@ -117,7 +117,7 @@ class _ImportSession:
 
     def _local(self, waiting: list[dict[str, Any]]) -> None:
         from kernelwright.judge.api import SourceText
-        from kernelwright.judge.pool import JudgePool, visible_gpus
+        from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
         if not waiting:
             return
@@ -139,7 +139,7 @@ class _ImportSession:
                 pool.close(wait=False)
 
     def _batch(self, waiting: list[dict[str, Any]]) -> list[Path]:
-        from kernelwright.judge import batch
+        from kernelwright.judge.scheduling import batch
         from kernelwright.judge.api import SourceText
         from kernelwright.judge.verdict import Verdict
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.judge.node import NodeJob
+from kernelwright.judge.scheduling.node import NodeJob
 
 from ..asks import Answer, EvaluationAsk
 from ..results import AskFailure

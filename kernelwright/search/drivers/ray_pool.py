@@ -5,7 +5,7 @@
 
 - **Actors.** One `JudgeActor` per GPU of the cluster, each asking Ray for `num_gpus=1` (and one
   CPU); on a cluster without GPUs (tests, CPU-only judging), `actors` of them asking for one CPU
-  each. An actor owns a `kernelwright.judge.node.NodeJudge`: a local `JudgePool` over its GPU, so
+  each. An actor owns a `kernelwright.judge.scheduling.node.NodeJudge`: a local `JudgePool` over its GPU, so
   each candidate runs in its own sandboxed worker process exactly as in a local run, up to
   `per_gpu` of them at once, correctness overlapping and timing alone on the GPU (the device lock).
 - **Compilation on CPUs.** A C++/CUDA candidate (on GPU actors) is first built by a Ray task that
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kernelwright.judge.candidate_kinds import backend_of
-from kernelwright.judge.node import NodeJob
-from kernelwright.judge.pool import DEFAULT_PER_GPU
+from kernelwright.judge.scheduling.node import NodeJob
+from kernelwright.judge.scheduling.pool import DEFAULT_PER_GPU
 from kernelwright.judge.verdict import Verdict
 
 INSTALL_HINT = 'pip install "kernelwright[ray]"'
@@ -88,7 +88,7 @@ class JudgeActor:
     def __init__(self, per_gpu: int | None, cpu_slots: int, use_gpus: bool):
         import ray
 
-        from kernelwright.judge.node import NodeJudge
+        from kernelwright.judge.scheduling.node import NodeJudge
 
         self.node = NodeJudge(per_gpu=per_gpu, cpu_workers=cpu_slots, use_gpus=use_gpus)
         context = ray.get_runtime_context()
@@ -103,8 +103,8 @@ class JudgeActor:
 
 
 def precompile_on_node(job: dict[str, Any], arch: str) -> float | None:
-    """The Ray task body of a CPU-only extension build (see kernelwright.judge.node.precompile)."""
-    from kernelwright.judge.node import precompile
+    """The Ray task body of a CPU-only extension build (see kernelwright.judge.scheduling.node.precompile)."""
+    from kernelwright.judge.scheduling.node import precompile
 
     return precompile(NodeJob.from_dict(job), arch)
 

@@ -118,7 +118,7 @@ def _check_device(store, run: dict, rows: list[dict], config: JudgeConfig) -> No
 def _local(store, run: dict, rows: list[dict], config: JudgeConfig, workers: int, outcome: RejudgeOutcome,
            log: Callable[[str], None]) -> None:
     from kernelwright.judge.api import SourceText
-    from kernelwright.judge.pool import JudgePool, visible_gpus
+    from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
     if not rows:
         return
@@ -132,7 +132,7 @@ def _local(store, run: dict, rows: list[dict], config: JudgeConfig, workers: int
 
 def _batch(store, run: dict, rows: list[dict], config: JudgeConfig, run_dir: Path, outcome: RejudgeOutcome,
            log: Callable[[str], None]) -> None:
-    from kernelwright.judge import batch
+    from kernelwright.judge.scheduling import batch
 
     folder = run_dir / f"rejudge-{config.rules}"
     outcome.folder = folder

@@ -1,7 +1,7 @@
 """Verdicts judged again after a system error, read back into a batch run on `--resume`.
 
 `kernelwright judge --batch DIR --retry-errors` judges again, once, the requests whose verdict is a
-system error (judge/batch.py `system_error`) and replaces the verdict file with one that carries the
+system error (judge/scheduling/batch.py `system_error`) and replaces the verdict file with one that carries the
 `rejudged_after_system_error` flag. A run that had already stored the first verdict takes the new
 one on its next resume: for every evaluation whose stored verdict is a system error (the same
 rule) and whose request's verdict file now carries that flag and differs, the store's verdict is
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelwright.judge import batch
+from kernelwright.judge.scheduling import batch
 from kernelwright.judge.verdict import Verdict
 
 from ..results import EvalResult

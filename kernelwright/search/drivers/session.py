@@ -513,7 +513,7 @@ class SearchSession:
             if evals:
                 parts.append(f"{len(evals)} evaluation(s) pending in {evals[0].parent}: run "
                              f"`kernelwright judge --batch {evals[0].parent}` (or `python -m "
-                             f"kernelwright.judge.batch {evals[0].parent}`) where the GPU is")
+                             f"kernelwright.judge.scheduling.batch {evals[0].parent}`) where the GPU is")
             detail = "; ".join(parts) + f". Then: kernelwright optimize --resume {self.run_dir}"
             result = self._finish(engine, "paused", detail)
             result.pending_prompts, result.pending_evals = prompts, evals

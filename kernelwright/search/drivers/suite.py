@@ -186,7 +186,7 @@ def _shared_pool(options: RunOptions):
     mode = options.eval_mode or "local"
     if mode != "local":
         return None
-    from kernelwright.judge.pool import JudgePool, visible_gpus
+    from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
     gpus = visible_gpus() if options.judge.device != "cpu" else ()
     return JudgePool(options.judge, gpus=gpus, cpu_workers=max(1, options.eval_workers))

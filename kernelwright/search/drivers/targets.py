@@ -17,7 +17,7 @@ from ..problem_info import ProblemInfo
 
 WAITING = (
     "this batch run does not know its evaluation device yet, and every prompt describes it. On the GPU "
-    "machine run `kernelwright judge --batch {evals}` (or `python -m kernelwright.judge.batch "
+    "machine run `kernelwright judge --batch {evals}` (or `python -m kernelwright.judge.scheduling.batch "
     "{evals}`): with no requests yet it only records the device in {evals}/device.json. "
     "Copy that file back and resume with `kernelwright optimize --resume {run_dir}`, or resume with "
     "--target h100 (built-in facts of a known GPU) or --target PATH/device.json")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ...admission import PEAK_KEY
-from ...verdict import FAIL, INFO, PASS, Flag, Verdict
+from ...verdict import FAIL, INFO, PASS, PEAK_KEY, Flag, Verdict
 from .context import Context
 
 

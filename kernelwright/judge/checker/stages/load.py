@@ -131,7 +131,8 @@ def compute_references(ctx: Context, problem, device: str, sync, backward, room)
 
 
 def device_lock(ctx: Context, device: str):
-    from ... import gpulock, service
+    from ... import gpulock
+    from ... import service
     from ...api import default_cache_dir
 
     lock = gpulock.lock_for(device, default_cache_dir(ctx.config))

@@ -24,11 +24,11 @@ import socket
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import api
-from .api import SourceText
-from .config import JudgeConfig
+from .. import api
+from ..api import SourceText
+from ..config import JudgeConfig
 from .pool import JudgeJob, JudgePool, _nvidia_smi, precompile_env, visible_gpus
-from .verdict import Verdict
+from ..verdict import Verdict
 
 
 @dataclass

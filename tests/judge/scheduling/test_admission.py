@@ -1,4 +1,4 @@
-"""GPU memory admission (judge/admission.py) with a fake free-memory source, and the pool's retry
+"""GPU memory admission (judge/scheduling/admission.py) with a fake free-memory source, and the pool's retry
 of an out-of-memory error that sharing the GPU caused (worker runs replaced by a fake that runs out
 of memory only while another evaluation shares its GPU)."""
 from __future__ import annotations
@@ -9,16 +9,15 @@ import time
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.admission import (GIB, OOM_ALONE, OOM_REFERENCE_ON_HOST, OOM_RETRIED, PEAK_KEY,
-                                          MemoryAdmission, is_oom, memory_key)
+from kernelwright.judge.scheduling.admission import GIB, OOM_ALONE, OOM_REFERENCE_ON_HOST, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom, memory_key
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT, Flag, Verdict
 
 
 @pytest.fixture(autouse=True)
 def _own_ledgers(tmp_path, monkeypatch):
-    """The pools' GPU admission ledgers (judge/ledger.py) in this test's own folder, not the
+    """The pools' GPU admission ledgers (judge/scheduling/ledger.py) in this test's own folder, not the
     machine's: other test runs on this machine must not count as judges sharing the fake GPU."""
     monkeypatch.setenv("KW_LOCK_DIR", str(tmp_path / "locks"))
 
@@ -340,7 +339,7 @@ def test_a_timing_rejection_while_sharing_the_gpu_is_judged_again_alone():
     """Another evaluation's work beside a timing can make a candidate look faster than the floor's
     peaks allow (peaks or floor measured while sharing): judged again alone before it is held
     against the candidate; alone, the verdict stands on its own."""
-    from kernelwright.judge.admission import TIMING_RETRIED
+    from kernelwright.judge.scheduling.admission import TIMING_RETRIED
 
     pool = _pool(processes=1)
     pool.running_others = True

@@ -5,7 +5,7 @@ instead of waiting for them while it holds its place on the GPU.
 When `judge --batch` starts it knows every pending request's problem, sizes and judge settings.
 The lane takes the distinct problems in the order their requests will be judged (priority, then
 name) and measures their baselines, `lanes` problems at a time, each through
-`baseline.get_baselines` in a child process (`python -m kernelwright.judge.baseline_lane`), with
+`baseline.get_baselines` in a child process (`python -m kernelwright.judge.scheduling.baseline_lane`), with
 exactly the parameters a candidate's supervisor will ask with:
 
 - the problem file by content and name (a problem given as text is copied under the name the
@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import JudgeConfig
+from ..config import JudgeConfig
 
 DEFAULT_LANES = 2  # problems measured at once: each runs its kinds at once (2 processes by default)
 MEASURED, CACHED, FAILED, STOPPED = "measured", "cached", "failed", "stopped"
@@ -89,7 +89,7 @@ class LaneResult:
 def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
     """The distinct problems of `jobs` (JudgeJobs in the order they will be judged) whose baselines
     a candidate will ask for, first-judged first; problems given as text are copied into `scratch`."""
-    from .api import SourceText, default_cache_dir, source_filename, text_of
+    from ..api import SourceText, default_cache_dir, source_filename, text_of
 
     tasks, seen = [], set()
     for job in jobs:
@@ -235,8 +235,8 @@ class BaselineLane:
                 self.log(result.line())
 
     def _one(self, task: LaneTask, slot_env: dict[str, str]) -> LaneResult:
-        from .baseline import missing_kinds
-        from .env import device_name_without_torch
+        from ..baseline import missing_kinds
+        from ..env import device_name_without_torch
 
         env = child_env(task, slot_env, self.scratch)
         label = device_name_without_torch(task.device, env)
@@ -249,9 +249,9 @@ class BaselineLane:
 def child_env(task: LaneTask, slot_env: dict[str, str], scratch: Path) -> dict[str, str]:
     """An evaluation's environment on the slot's device (`api.worker_env`), with a trusted process's
     caches (`supervisor.trusted_cache_env`): what the supervisor's baseline processes get."""
-    from .api import _device_hint, worker_env
-    from .sandbox import scrubbed_environ
-    from .supervisor import trusted_cache_env
+    from ..api import _device_hint, worker_env
+    from ..sandbox import scrubbed_environ
+    from ..supervisor import trusted_cache_env
 
     own = scratch / "trusted"
     for folder in (own / "home", own / "tmp"):
@@ -264,10 +264,10 @@ def child_env(task: LaneTask, slot_env: dict[str, str], scratch: Path) -> dict[s
 
 
 def run_child(task: LaneTask, env: dict[str, str], lane: BaselineLane) -> LaneResult:
-    """Measure in `python -m kernelwright.judge.baseline_lane` (killed by `lane.stop()`)."""
+    """Measure in `python -m kernelwright.judge.scheduling.baseline_lane` (killed by `lane.stop()`)."""
     config = task.config
     limit = config.timeout_s + config.compile_timeout_s + LANE_MARGIN_S
-    command = [sys.executable, "-m", "kernelwright.judge.baseline_lane", "--problem", str(task.problem),
+    command = [sys.executable, "-m", "kernelwright.judge.scheduling.baseline_lane", "--problem", str(task.problem),
                "--overrides", json.dumps(task.overrides), "--config", json.dumps(config.to_dict()),
                "--device", task.device]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -304,15 +304,15 @@ def _kill_group(child: subprocess.Popen) -> None:
 def main(argv: list[str] | None = None) -> int:
     """The child: `get_baselines` for one problem, the device named as the supervisor names it;
     prints one JSON line (kinds measured now, kinds from the cache, errors)."""
-    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.baseline_lane")
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.scheduling.baseline_lane")
     parser.add_argument("--problem", required=True)
     parser.add_argument("--overrides", default="{}", help="JSON object")
     parser.add_argument("--config", default="{}", help="JudgeConfig as JSON")
     parser.add_argument("--device", required=True)
     args = parser.parse_args(argv)
-    from .baseline import get_baselines, wanted_kinds
-    from .guards import die_with_parent
-    from .supervisor import device_label
+    from ..baseline import get_baselines, wanted_kinds
+    from ..guards import die_with_parent
+    from ..supervisor import device_label
 
     die_with_parent()
     config = JudgeConfig.from_dict(json.loads(args.config))
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reference_kind(problem: str) -> str:
-    from ..problem.reference import scan_source
+    from ...problem.reference import scan_source
 
     return scan_source(Path(problem).read_text(errors="replace")).kind
 

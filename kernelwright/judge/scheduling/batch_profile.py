@@ -18,8 +18,8 @@ import time
 from itertools import zip_longest
 from pathlib import Path
 
-from .config import JudgeConfig
-from .verdict import Verdict
+from ..config import JudgeConfig
+from ..verdict import Verdict
 
 PROFILE_OVERRIDES = {"trials": 1, "time": False, "baselines": [], "profile": True, "energy_ms": 0.0}
 MIN_SECONDS = 30.0  # a profile needs at least this much of the budget to be worth starting
@@ -52,7 +52,7 @@ def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
 def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> tuple[dict, float]:
     """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none."""
     from .batch import read_request
-    from .profiling import failed_record
+    from ..profiling import failed_record
 
     start = time.monotonic()
     try:
@@ -73,7 +73,7 @@ def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> 
 
 def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
     """Profile what asked for it (see the module docstring); returns the names profiled."""
-    from ..files import atomic_write
+    from ...files import atomic_write
     from .batch import request_name, verdict_path
 
     queues = [candidates(Path(f)) for f in folders]

@@ -1,4 +1,4 @@
-"""The judge daemon (kernelwright/judge/daemon.py) driven through the real CLI: `python -m kernelwright
+"""The judge daemon (kernelwright/judge/scheduling/daemon.py) driven through the real CLI: `python -m kernelwright
 judge` processes, one per call, as a user or an agent runs them (CPU, Triton interpreted)."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from kernelwright.judge.wire import receive, send
 from proc_tree import alive, descendants
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROBLEM = REPO / "examples/problems/row_softmax.py"
 CANDIDATE = REPO / "examples/candidates/row_softmax.py"
 SIZES = ["--set", "batch_size=4", "--set", "dim=100", "--no-time", "--trials", "2"]

@@ -11,13 +11,13 @@ import pytest
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.pool import JudgeJob, JudgePool, as_job, precompile_env
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool, as_job, precompile_env
 from kernelwright.judge.verdict import Verdict
 
 
 @pytest.fixture(autouse=True)
 def _own_ledgers(tmp_path, monkeypatch):
-    """The pools' GPU admission ledgers (judge/ledger.py) in this test's own folder, not the
+    """The pools' GPU admission ledgers (judge/scheduling/ledger.py) in this test's own folder, not the
     machine's: other test runs on this machine must not count as judges sharing the fake GPU."""
     monkeypatch.setenv("KW_LOCK_DIR", str(tmp_path / "locks"))
 

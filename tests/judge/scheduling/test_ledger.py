@@ -1,4 +1,4 @@
-"""The cross-process GPU admission ledger (judge/ledger.py): real separate processes, each with its
+"""The cross-process GPU admission ledger (judge/scheduling/ledger.py): real separate processes, each with its
 own MemoryAdmission and a fake free-memory source, sharing one ledger folder; and the CLI's single
 judge going through it (its worker run replaced by a recorder: no GPU here)."""
 from __future__ import annotations
@@ -17,21 +17,22 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from kernelwright.judge import JudgeConfig, pool as pool_module
-from kernelwright.judge.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.scheduling import pool as pool_module
+from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.ledger import GpuLedger, LedgerEntry, new_entry, process_alive
+from kernelwright.judge.scheduling.ledger import GpuLedger, LedgerEntry, new_entry, process_alive
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # One judge process: admits one job of a problem measured at NEED GiB on GPU "0" of a GPU with FREE
 # GiB free (a fake source that never changes), says "admitted", holds until a line on stdin.
 CHILD = r"""
 import sys
-from kernelwright.judge.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
+from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.ledger import GpuLedger
+from kernelwright.judge.scheduling.ledger import GpuLedger
 
 folder, free, need, exclusive = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 admission = MemoryAdmission(free_bytes=lambda gpu: free * GIB, headroom_bytes=2 * GIB, margin=1.0,

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from ..verdict import PEAK_KEY
 from .ledger import GpuLedger, LedgerEntry, new_entry
 
 GIB = 1 << 30
@@ -55,7 +56,6 @@ OOM_REFERENCE_ON_HOST = "oom_retried_reference_on_host"
 TIMING_RETRIED = "timing_retried_alone"
 # rejections that another process's work on the GPU could cause: judged again alone before they stand
 TIMING_REJECTIONS = frozenset({"faster_than_floor", "side_stream"})
-PEAK_KEY = "gpu_peak_bytes"  # where the worker puts its measured peak, in verdict.environment
 
 
 @dataclass(eq=False)  # removed from the running list by identity
@@ -313,7 +313,7 @@ def _again_alone(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
 
 
 def _flag(code: str, message: str):
-    from .verdict import INFO, Flag
+    from ..verdict import INFO, Flag
 
     return Flag(code, INFO, message)
 

@@ -13,7 +13,7 @@ from kernelwright.judge.checker.link import RunnerGone, RunnerLink
 from kernelwright.judge.checker.main import spawn_runner
 from kernelwright.problem import load_problem
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PROBLEM = REPO / "examples" / "problems" / "row_softmax.py"
 SIZES = {"batch_size": 4, "dim": 100}
 

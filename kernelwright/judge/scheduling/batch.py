@@ -3,7 +3,7 @@
 This is how a search running elsewhere (a laptop without a GPU) hands candidates to a GPU machine
 that holds nothing but torch, triton and numpy: copy the folder over, run
 
-    python -m kernelwright.judge.batch DIR
+    python -m kernelwright.judge.scheduling.batch DIR
 
 and copy it back. Every `NAME.request.json` without a `NAME.verdict.json` is judged; each verdict
 is written atomically (temporary file, then rename) as soon as it is ready, so an interrupted run
@@ -14,9 +14,9 @@ On first contact the runner records its device in DIR/device.json (judge/target.
 facts and its measured copy/matmul peaks, measured once per device and cached): a search elsewhere
 reads it to tell its agents where their code runs. Requests that ask for a profile
 (`"profile": true`) are profiled after all are judged, best first, within --profile-budget
-(judge/batch_profile.py).
+(judge/scheduling/batch_profile.py).
 
-While the requests are judged, a baseline lane (judge/baseline_lane.py, --baseline-lanes N, default
+While the requests are judged, a baseline lane (judge/scheduling/baseline_lane.py, --baseline-lanes N, default
 2, 0: off) measures the eager and torch.compile baselines of their problems ahead, first-judged
 first, into the cache the candidates' judges read: a problem's first candidate no longer waits for
 them while it holds its place on the GPU.
@@ -41,12 +41,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write
+from ...files import atomic_write
 from . import baseline_lane
-from .api import SourceText
-from .config import JudgeConfig
+from ..api import SourceText
+from ..config import JudgeConfig
 from .pool import JudgeJob, JudgePool, job_memory_key
-from .verdict import ERROR, INFO, Flag, Verdict
+from ..verdict import ERROR, INFO, Flag, Verdict
 
 REQUEST_SUFFIX = ".request.json"
 VERDICT_SUFFIX = ".verdict.json"
@@ -127,7 +127,7 @@ def system_error(path: Path) -> str | None:
 def verdict_system_error(data: dict[str, Any]) -> str | None:
     """The rule of `system_error` for a verdict's JSON dict (a verdict file, or a run's stored
     verdict: search/drivers/rejudged.py applies the same rule when it imports a re-judged one)."""
-    from .outcome import outcome
+    from ..outcome import outcome
 
     try:
         found = outcome(data)
@@ -198,7 +198,7 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
     returns the names judged (in completion order). `retry_errors`: requests whose verdict is a
     system error are judged again (the new verdict replaces it and says so); every other verdict
     is kept as it is. `baseline_lanes`: problems whose baselines are measured ahead at once
-    (judge/baseline_lane.py; 0: none, each problem's first candidate measures them)."""
+    (judge/scheduling/baseline_lane.py; 0: none, each problem's first candidate measures them)."""
 
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
@@ -233,7 +233,7 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
     """Memory key -> the largest GPU peak that the verdicts already in `folders` measured for it
     (admission.memory_key of their requests): a runner started again on a folder admits its
     problems by what they used, not as unknown problems one share of the GPU at a time."""
-    from .admission import PEAK_KEY
+    from ..verdict import PEAK_KEY
 
     peaks: dict[str, int] = {}
     for folder in folders:
@@ -253,7 +253,7 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
 def record_device(folder: Path, log=None) -> None:
     """Write DIR/device.json on first contact, in a child process (measuring the peaks holds a CUDA
     context this runner does not need); a failure is logged, the batch goes on."""
-    from .target import DEVICE_FILE
+    from ..target import DEVICE_FILE
 
     if (folder / DEVICE_FILE).is_file():
         return
@@ -273,7 +273,7 @@ def _bad_request(path: Path, message: str) -> Verdict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.batch",
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.scheduling.batch",
                                      description="Judge every NAME.request.json in DIR that has no NAME.verdict.json.")
     parser.add_argument("folders", type=Path, nargs="+", metavar="DIR")
     parser.add_argument("--compile-workers", type=int, default=None, help="parallel precompile processes")

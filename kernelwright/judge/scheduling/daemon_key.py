@@ -30,7 +30,7 @@ from .forkserver import IMPORT_ENV, package_digest
 ENV_SWITCH = "KW_JUDGE_DAEMON"  # 0/off/no/false: judge in the CLI's own process
 ENV_IDLE = "KW_JUDGE_DAEMON_IDLE"  # seconds a daemon waits for its next request before it ends
 DEFAULT_IDLE_S = 300.0
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]  # kernelwright/
 KEY_ENV = (*IMPORT_ENV, "PATH", "HOME", "TMPDIR", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MALLOC_PERTURB_")
 KEY_PREFIXES = ("KW_", "TORCH", "TRITON", "CUDA", "CUBLAS", "CUDNN", "NVIDIA", "PYTORCH", "NCCL", "CC", "CXX",
                 "NVCC", "MAX_JOBS")

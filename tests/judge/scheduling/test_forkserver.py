@@ -1,4 +1,4 @@
-"""The fork server (judge/forkserver.py): who it forks for, when it refuses (then the evaluation
+"""The fork server (judge/scheduling/forkserver.py): who it forks for, when it refuses (then the evaluation
 starts cold and says why), and that it dies with its owner. Whole evaluations forked from it,
 attacks included: tests/judge/test_integrity.py (the "warm" arena)."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from kernelwright.judge import JudgeConfig, sandbox
 from kernelwright.judge.api import PACKAGE_ROOT, warm_launcher
-from kernelwright.judge.forkserver import ForkServer, ForkServerError, package_digest
+from kernelwright.judge.scheduling.forkserver import ForkServer, ForkServerError, package_digest
 from kernelwright.judge.sandbox import COLD, SandboxSpec
 
 
@@ -45,7 +45,7 @@ def test_a_request_with_the_wrong_token_is_refused(server, tmp_path):
 ASK_WITH_NO_NEW_PRIVS = r'''
 import ctypes, json, os, sys
 ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS, as every candidate process carries
-from kernelwright.judge.forkserver import ForkServer, ForkServerError
+from kernelwright.judge.scheduling.forkserver import ForkServer, ForkServerError
 server = ForkServer(env={}, socket_path=sys.argv[1], token=sys.argv[2])
 try:
     server.spawn(["x"], os.getcwd(), {}, None)
@@ -81,7 +81,7 @@ def test_a_cpu_pool_forks_its_evaluations_with_triton_interpreted(monkeypatch):
     without a GPU): its fork server imports triton in interpreter mode, so a correct candidate whose
     kernel reduces with tl.max passes, forked warm (it failed with "Cannot call @triton.jit'd outside
     of the scope of a kernel" when the server had imported triton compiled)."""
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     config = JudgeConfig(device="cpu", time=False, trials=1, overrides={"batch_size": 4, "dim": 100})
@@ -94,7 +94,7 @@ def test_a_cpu_pool_forks_its_evaluations_with_triton_interpreted(monkeypatch):
 
 def test_the_server_dies_with_its_owner(tmp_path):
     owner = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom kernelwright.judge.forkserver import ForkServer\n"
+        [sys.executable, "-c", "import sys, time\nfrom kernelwright.judge.scheduling.forkserver import ForkServer\n"
          f"s = ForkServer(env={_env()!r}).start(timeout_s=240)\nprint(s.process.pid, flush=True)\ntime.sleep(600)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ}, cwd=tmp_path)
     try:
@@ -160,7 +160,8 @@ def test_a_warm_child_can_be_killed_through_its_handle(server, tmp_path):
 
 def test_warm_starts_are_on_unless_turned_off(monkeypatch):
     """Measured on the H100: unset $KW_JUDGE_WARM means warm on a GPU and on the CPU; 0 turns them off."""
-    from kernelwright.judge import api, forkserver
+    from kernelwright.judge import api
+    from kernelwright.judge.scheduling import forkserver
     from kernelwright.judge.config import JudgeConfig
 
     monkeypatch.setattr(forkserver, "Launcher", lambda env, no_network, package: ("launcher", no_network))
@@ -178,7 +179,7 @@ def test_preloading_stops_at_the_module_that_starts_a_thread_and_the_refusal_nam
     import sys
     import threading
 
-    from kernelwright.judge import forkserver
+    from kernelwright.judge.scheduling import forkserver
 
     (tmp_path / "kw_starts_a_thread.py").write_text(
         "import threading, time\nthreading.Thread(target=time.sleep, args=(5,), daemon=True, name='kwspin').start()\n")

@@ -5,8 +5,8 @@ import json
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.batch import read_verdicts, verdict_path, write_request
-from kernelwright.judge.batch_profile import PROFILE_OVERRIDES, profile_pass
+from kernelwright.judge.scheduling.batch import read_verdicts, verdict_path, write_request
+from kernelwright.judge.scheduling.batch_profile import PROFILE_OVERRIDES, profile_pass
 from kernelwright.judge.verdict import Verdict
 
 PROBLEM = SourceText("import torch\n", "p")  # never run: the pool below is a stand-in

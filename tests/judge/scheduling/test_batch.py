@@ -8,10 +8,10 @@ from pathlib import Path
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import SourceText
-from kernelwright.judge.batch import VERDICT_SUFFIX, pending, read_request, read_verdicts, write_request
+from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX, pending, read_request, read_verdicts, write_request
 
-REPO = Path(__file__).resolve().parents[2]
-CANDIDATES = Path(__file__).parent / "candidates"
+REPO = Path(__file__).resolve().parents[3]
+CANDIDATES = Path(__file__).parents[1] / "candidates"
 
 
 def test_batch_folder_round_trip(tmp_path, kernelbench):
@@ -24,7 +24,7 @@ def test_batch_folder_round_trip(tmp_path, kernelbench):
     (tmp_path / "broken.request.json").write_text("{not json")
     assert [p.name for p in pending(tmp_path)] == ["broken.request.json", "by_path.request.json",
                                                    "by_source.request.json"]
-    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path), "--cpu-workers", "2"],
+    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(tmp_path), "--cpu-workers", "2"],
                           capture_output=True, text=True, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stderr
     verdicts = read_verdicts(tmp_path)
@@ -34,7 +34,7 @@ def test_batch_folder_round_trip(tmp_path, kernelbench):
     assert pending(tmp_path) == []
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
     before = (tmp_path / f"by_path{VERDICT_SUFFIX}").stat().st_mtime_ns
-    again = subprocess.run([sys.executable, "-m", "kernelwright.judge.batch", str(tmp_path)],
+    again = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(tmp_path)],
                            capture_output=True, text=True, cwd=REPO, timeout=120)
     assert "0 verdicts written" in again.stdout
     assert (tmp_path / f"by_path{VERDICT_SUFFIX}").stat().st_mtime_ns == before
@@ -52,7 +52,7 @@ def test_read_request_resolves_relative_problem_paths_and_config(tmp_path):
 def test_bad_requests_say_what_is_missing(tmp_path):
     import pytest
 
-    from kernelwright.judge.batch import BatchError
+    from kernelwright.judge.scheduling.batch import BatchError
 
     cases = {"no_candidate": {"problem_path": "p.py"}, "no_problem": {"candidate_source": "x"},
              "bad_config": {"problem_path": "p.py", "candidate_source": "x", "config": {"nope": 1}}}
@@ -96,7 +96,7 @@ def _folder_with_verdicts(folder: Path) -> Path:
 
 
 def test_retry_errors_rejudges_only_system_errors_and_keeps_every_other_verdict(tmp_path):
-    from kernelwright.judge.batch import REJUDGED, run_batch
+    from kernelwright.judge.scheduling.batch import REJUDGED, run_batch
 
     folder = _folder_with_verdicts(tmp_path)
     kept = {name: (folder / f"{name}{VERDICT_SUFFIX}").read_bytes() for name in ("wrong", "good")}
@@ -119,7 +119,7 @@ def test_a_pass_whose_baseline_ran_out_of_memory_is_judged_again_but_other_basel
     """The H100 suite's shape: a correct candidate whose eager baseline ran out of memory beside a
     64 GB evaluation has no speedup; --retry-errors judges it again. A baseline error of another
     kind (the reference cannot be compiled) is the problem's, and stays."""
-    from kernelwright.judge.batch import system_error
+    from kernelwright.judge.scheduling.batch import system_error
     from kernelwright.judge.verdict import Baselines, Verdict
 
     (tmp_path / "prob.py").write_text("x = 1")
@@ -138,7 +138,7 @@ def test_cli_judge_batch_retry_errors(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from kernelwright.cli.app import app
-    from kernelwright.judge import pool as pool_module
+    from kernelwright.judge.scheduling import pool as pool_module
     from kernelwright.judge.target import DEVICE_FILE
 
     folder = _folder_with_verdicts(tmp_path)
@@ -155,8 +155,8 @@ def test_cli_judge_batch_retry_errors(tmp_path, monkeypatch):
 
 
 def test_a_runner_starts_knowing_the_peaks_its_folder_already_measured(tmp_path):
-    from kernelwright.judge.admission import GIB, PEAK_KEY, memory_key
-    from kernelwright.judge.batch import measured_peaks
+    from kernelwright.judge.scheduling.admission import GIB, PEAK_KEY, memory_key
+    from kernelwright.judge.scheduling.batch import measured_peaks
 
     problem = SourceText("class Model: pass", "p")
     config = JudgeConfig(overrides={"n": 4})

@@ -1,4 +1,4 @@
-"""The batch runner's baselines-ahead lane (judge/baseline_lane.py): each problem once, first-judged
+"""The batch runner's baselines-ahead lane (judge/scheduling/baseline_lane.py): each problem once, first-judged
 first, into the very cache record a candidate's supervisor reads; failures leave no record; the
 lane takes no seat in the memory admission and dies with the batch."""
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from proc_tree import alive
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge import baseline_lane as lanes
+from kernelwright.judge.scheduling import baseline_lane as lanes
 from kernelwright.judge import proctree
-from kernelwright.judge.admission import GIB, OOM_RETRIED, MemoryAdmission, run_admitted
+from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, MemoryAdmission, run_admitted
 from kernelwright.judge.api import SourceText, make_request
-from kernelwright.judge.pool import JudgeJob
+from kernelwright.judge.scheduling.pool import JudgeJob
 from kernelwright.judge.supervisor import Supervisor, device_label
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
 
@@ -243,11 +243,11 @@ def test_the_lane_takes_no_seat_and_a_candidate_oom_beside_it_is_retried(tmp_pat
 def test_the_batch_runner_runs_the_lane_and_its_verdict_uses_the_lane_measurement(tmp_path, config, kernelbench):
     """A real batch on the CPU: the lane measures the problem once; the candidate's verdict has its
     eager baseline from the same record (read from the cache, or the lane's measurement waited for)."""
-    from kernelwright.judge.batch import read_verdicts, run_batch, write_request
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.batch import read_verdicts, run_batch, write_request
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     config = dataclasses.replace(config, overrides={"batch_size": 4, "dim": 256})
-    candidate = (Path(__file__).parent / "candidates" / "relu_correct.py").read_text()
+    candidate = (Path(__file__).parents[1] / "candidates" / "relu_correct.py").read_text()
     folder = tmp_path / "evals"
     write_request(folder, "first", kernelbench / "level1" / "19_ReLU.py", candidate, config)
     logged: list[str] = []
@@ -269,7 +269,7 @@ def test_the_option_reaches_the_runner(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from kernelwright.cli.app import app
-    from kernelwright.judge import batch
+    from kernelwright.judge.scheduling import batch
 
     seen = []
     monkeypatch.setattr(batch, "judge_folders", lambda *args, **kwargs: seen.append(
@@ -287,7 +287,7 @@ import sys
 from pathlib import Path
 from kernelwright.judge import JudgeConfig, batch, baseline_lane
 from kernelwright.judge.baseline import missing_kinds
-from kernelwright.judge.pool import JudgeJob, JudgePool
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.api import SourceText
 problem = Path(sys.argv[1])
 config = JudgeConfig(device="cpu", shrink=False, cache_dir=sys.argv[2])
@@ -313,11 +313,11 @@ def test_on_a_gpu_the_verdicts_read_the_lane_measurements(tmp_path, kernelbench)
     """On the GPU (nvidia-smi names the device for the lane, the worker's supervisor likewise): the
     lane measures eager and torch.compile for the problem of two candidates, at the same time; the
     verdicts' baselines are those records, measured once."""
-    from kernelwright.judge.batch import read_verdicts, run_batch, write_request
-    from kernelwright.judge.pool import JudgePool
+    from kernelwright.judge.scheduling.batch import read_verdicts, run_batch, write_request
+    from kernelwright.judge.scheduling.pool import JudgePool
 
     config = JudgeConfig(cache_dir=str(tmp_path / "cache"), overrides={"batch_size": 256}, trials=2)
-    candidate = (Path(__file__).parent / "candidates" / "relu_correct.py").read_text()
+    candidate = (Path(__file__).parents[1] / "candidates" / "relu_correct.py").read_text()
     folder = tmp_path / "evals"
     for name in ("one", "two"):
         write_request(folder, name, kernelbench / "level1" / "19_ReLU.py", candidate, config)

@@ -1,7 +1,7 @@
 """Warm judge processes: a fork server that imports torch, Triton, numpy and the judge's own modules
 once, without initialising CUDA, and forks every evaluation's supervisor from that state.
 
-`python -m kernelwright.judge.forkserver SOCKET` (started by `ForkServer.start`, never by hand)
+`python -m kernelwright.judge.scheduling.forkserver SOCKET` (started by `ForkServer.start`, never by hand)
 imports `PRELOAD`, checks that CUDA was not initialised and that it runs one thread, listens on
 a UNIX socket and answers each connection with one child:
 
@@ -54,8 +54,8 @@ from typing import Any
 
 from kernelwright.procs import kill_group
 
-from .proctree import no_new_privs
-from .service import peer_pid
+from ..proctree import no_new_privs
+from ..service import peer_pid
 
 # imported once by the server, before any fork: what a worker would otherwise import itself. Not
 # torch.utils.cpp_extension: on a GPU machine importing it starts the CUDA driver's thread
@@ -191,7 +191,7 @@ class ForkServer:
         os.chmod(self._folder, 0o700)
         self.socket_path = os.path.join(self._folder, "s")
         env = {**self.env, "OPENBLAS_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
-        argv = [*prefix, sys.executable, "-m", "kernelwright.judge.forkserver", self.socket_path]
+        argv = [*prefix, sys.executable, "-m", "kernelwright.judge.scheduling.forkserver", self.socket_path]
         try:
             with open(os.path.join(self._folder, "server.log"), "wb") as log:  # never a pipe nobody reads
                 self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
@@ -290,7 +290,7 @@ class Launcher:
         threading.Thread(target=self._start, name="kw-forkserver-start", daemon=True).start()
 
     def _start(self) -> None:
-        from .sandbox import limits_prefix, network_prefix
+        from ..sandbox import limits_prefix, network_prefix
 
         prefix, note = network_prefix() if self.no_network else ((), "not requested")
         try:
@@ -302,7 +302,7 @@ class Launcher:
             self._ready.set()
 
     def __call__(self, spec, env: dict[str, str]):
-        from .sandbox import Launch
+        from ..sandbox import Launch
 
         argv = list(spec.argv)
         if len(argv) < 3 or tuple(argv[1:3]) != SUPERVISOR:
@@ -549,7 +549,7 @@ def _become_supervisor(server: _Server, conn: socket.socket, request: dict, fds:
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         _fresh_std_streams()
-        from . import supervisor
+        from .. import supervisor
 
         argv = _with_parent(list(request["argv"]), os.getppid())
         sys.argv = ["-m kernelwright.judge.supervisor", *argv]
@@ -674,7 +674,7 @@ def _fork_safe(started_by: str = "") -> str:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m kernelwright.judge.forkserver SOCKET (started by the judge)", file=sys.stderr)
+        print("usage: python -m kernelwright.judge.scheduling.forkserver SOCKET (started by the judge)", file=sys.stderr)
         return 2
     token = sys.stdin.readline().strip()
     if not token:
@@ -685,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing to serve: {unsafe}", file=sys.stderr, flush=True)
         return 1
     server = _Server(args[0], token)
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]  # kernelwright/
     print(f"{READY} {os.getpid()} {package_digest(package)}", flush=True)
     server.serve()
     return 0

@@ -31,13 +31,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
-from . import api
+from .. import api
 from .admission import MemoryAdmission, memory_key, run_admitted
-from .api import SourceText, text_of
-from .candidate_kinds import backend_of
-from .config import JudgeConfig
+from ..api import SourceText, text_of
+from ..candidate_kinds import backend_of
+from ..config import JudgeConfig
 from .ledger import GpuLedger
-from .verdict import ERROR, Verdict
+from ..verdict import ERROR, Verdict
 
 # evaluations at once on one GPU: enough to hide a worker's start-up, imports and correctness
 # work behind another's timing; each holds its trials' reference outputs in GPU memory
@@ -83,7 +83,7 @@ def visible_gpus() -> tuple[int, ...]:
 
 def detected_arch_list() -> str:
     """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    from .toolchain import smi_arch_list
+    from ..toolchain import smi_arch_list
 
     return smi_arch_list()
 
@@ -122,7 +122,7 @@ class JudgePool:
         # $KW_JUDGE_WARM=0); the launcher is made with the executors
         self.warm = warm
         self._launcher = None
-        # GPU memory admission (judge/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake);
+        # GPU memory admission (judge/scheduling/admission.py); free_bytes(gpu) -> bytes free now (tests pass a fake);
         # ledgers(gpu): the GPU's ledger of every judge process's jobs on this machine (None: this pool's only)
         self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes,
                                          gpu_processes=gpu_processes or gpu_process_count,
@@ -232,7 +232,7 @@ class JudgePool:
 
     def device_envs(self) -> list[dict[str, str]]:
         """The environment an evaluation runs with on each device of this pool (one per GPU, or
-        one for the CPU): what the batch runner's baseline lane measures with (judge/baseline_lane.py)."""
+        one for the CPU): what the batch runner's baseline lane measures with (judge/scheduling/baseline_lane.py)."""
         unique: list[dict[str, str]] = []
         for env in self._lane_envs():
             if env not in unique:
@@ -313,7 +313,7 @@ class JudgePool:
             return self._launcher
 
     def _admitted_run(self, job: JudgeJob, config: JudgeConfig, gpu: str, future: Future) -> Verdict | None:
-        """Evaluate; on a GPU only once the job's memory fits (see judge/admission.py), waiting
+        """Evaluate; on a GPU only once the job's memory fits (see judge/scheduling/admission.py), waiting
         for that without holding a lane (None: cancelled meanwhile)."""
         run = lambda: self._on_lane(job, config, gpu, future)  # noqa: E731
         if not gpu:
@@ -359,9 +359,9 @@ def gpu_free_bytes(gpu: str) -> int | None:
 
 
 def machine_ledger(gpu: str) -> GpuLedger | None:
-    """The machine-wide admission ledger of GPU `gpu` (judge/ledger.py), in the GPU lock folder;
+    """The machine-wide admission ledger of GPU `gpu` (judge/scheduling/ledger.py), in the GPU lock folder;
     None where that folder cannot be made (admission then counts this pool's jobs only)."""
-    from .gpulock import lock_folder
+    from ..gpulock import lock_folder
 
     folder = lock_folder("cuda")
     try:

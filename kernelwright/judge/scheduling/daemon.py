@@ -2,7 +2,7 @@
 consecutive calls reuse its warm `JudgePool` (and the pool's fork server: torch, Triton and the
 judge imported once) instead of each paying a fresh interpreter's imports.
 
-`python -m kernelwright.judge.daemon SOCKET --digest D [--idle S]` (started by the CLI,
+`python -m kernelwright.judge.scheduling.daemon SOCKET --digest D [--idle S]` (started by the CLI,
 `kernelwright.cli.judge_daemon`, or in the foreground by `kernelwright judge --serve`). Nothing
 about how a candidate is judged changes: every request goes through `JudgePool.submit`, so each
 candidate still runs in a fresh process forked for it (its own scratch folder, confinement, time
@@ -36,13 +36,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import trusted
-from .config import JudgeConfig
+from .. import trusted
+from ..config import JudgeConfig
 from .daemon_key import PACKAGE, DaemonUnavailable
-from .wire import receive, send
+from ..wire import receive, send
 from .forkserver import package_digest
-from .proctree import no_new_privs
-from .service import is_descendant, peer_credentials
+from ..proctree import no_new_privs
+from ..service import is_descendant, peer_credentials
 
 POLL_S = 0.5
 STALE_CHECK_S = 5.0
@@ -211,7 +211,7 @@ class JudgeDaemon:
 
     def pool_for(self, config: JudgeConfig):
         """The pool (and its fork server) for the request's device and network setting, made once."""
-        from .api import _device_hint
+        from ..api import _device_hint
         from .pool import visible_gpus
 
         device = _device_hint(config, None)
@@ -249,7 +249,7 @@ def run(socket_path: str | Path, digest: str, idle_s: float | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.daemon")
+    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.scheduling.daemon")
     parser.add_argument("socket")
     parser.add_argument("--digest", required=True)
     parser.add_argument("--idle", type=float, default=None, help="seconds without requests before it ends")
