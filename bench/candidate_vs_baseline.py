@@ -78,7 +78,7 @@ def judged(problem: Path, candidate: Path, config) -> dict:
 
 def in_process(problem: Path, candidate: Path, config) -> dict:
     from kernelwright.judge import timing
-    from kernelwright.judge.api import make_request
+    from kernelwright.judge.request import make_request
     from kernelwright.judge.checker.main import evaluate
     from kernelwright.judge.checker.stages.context import ResultWriter
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(REPO / "tests" / "judge"))
 from integrity_attacks import LEGIT, PROBLEM, alive, attacker, children, outcomes, package_copy  # noqa: E402
 
 from kernelwright.judge import JudgeConfig  # noqa: E402
-from kernelwright.judge.api import SourceText, judge, trusted_files, worker_env  # noqa: E402
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.api import judge, trusted_files, worker_env  # noqa: E402
 
 CUDA = SourceText(r'''
 # hand-written bench candidate: y = 2x + 1 as a CUDA extension

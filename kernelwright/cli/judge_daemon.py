@@ -38,7 +38,7 @@ class DaemonAnswer:
 
 
 def cache_dir_of(config) -> Path:
-    from kernelwright.judge.api import default_cache_dir
+    from kernelwright.judge.request import default_cache_dir
 
     return default_cache_dir(config).expanduser().resolve()
 

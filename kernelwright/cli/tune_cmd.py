@@ -93,10 +93,10 @@ def _load(template_path: str, problem: Path, config):
     if template_path != "library":
         return load_template(template_path)
     from kernelwright.problem import ProblemError, load_problem
-    from kernelwright.tune.autopilot import _has_gpu
+    from kernelwright.tune.autopilot import has_gpu
     from kernelwright.tune.library import NoTemplate, build_template
 
-    shrink = config.shrink if config.shrink is not None else not _has_gpu()
+    shrink = config.shrink if config.shrink is not None else not has_gpu()
     try:
         loaded = load_problem(problem, overrides=config.overrides, shrink=shrink)
         return build_template(loaded, allow_tf32=config.allow_tf32).template

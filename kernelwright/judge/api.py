@@ -24,89 +24,18 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import sandbox, trusted
 from .config import JudgeConfig
+from .request import JudgeRequest, default_cache_dir, make_request, source_filename
+from .sandbox import SIGNAL_MEANING, signal_of
 from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, WARN, CompileResult, Flag, ProcessInfo, Verdict
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # stages after which a crash is the candidate's failure rather than a failure to evaluate it
 _RUNNING_STAGES = ("check", "time", "profile")
-
-
-@dataclass
-class SourceText:
-    """A problem or candidate given as text rather than a file; `name` names it in messages."""
-
-    text: str
-    name: str = "candidate"
-
-
-def text_of(item: "SourceText | str | os.PathLike") -> str:
-    """The source of a problem or candidate given as text or as a file; "" when the file cannot be read."""
-    if isinstance(item, SourceText):
-        return item.text
-    try:
-        return Path(item).read_text()
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
-@dataclass
-class JudgeRequest:
-    """What the worker process is asked to do; travels as JSON."""
-
-    config: dict[str, Any]
-    result_path: str
-    progress_path: str
-    phase: str = "evaluate"  # or "compile"
-    problem_path: str | None = None
-    problem_source: str | None = None
-    problem_name: str = "problem"
-    candidate_path: str | None = None
-    candidate_source: str | None = None
-    candidate_name: str = "candidate"
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=1))
-
-    @classmethod
-    def load(cls, path: str | Path) -> "JudgeRequest":
-        return cls(**json.loads(Path(path).read_text()))
-
-    @property
-    def problem_label(self) -> str:
-        return self.problem_path or self.problem_name
-
-    @property
-    def candidate_label(self) -> str:
-        return self.candidate_path or self.candidate_name
-
-
-def default_cache_dir(config: JudgeConfig) -> Path:
-    return Path(config.cache_dir or os.environ.get("KW_CACHE_DIR") or Path.home() / ".cache" / "kernelwright")
-
-
-def make_request(problem, candidate, config: JudgeConfig, scratch: Path, phase: str = "evaluate") -> JudgeRequest:
-    settings = config.to_dict()
-    # resolved here: inside the sandbox HOME is the scratch folder, so "~/.cache" would not persist
-    settings["cache_dir"] = str(default_cache_dir(config).expanduser().resolve())
-    out = scratch / "out"  # the worker's files; the scratch folder itself stays read-only to it
-    out.mkdir(parents=True, exist_ok=True)
-    request = JudgeRequest(config=settings, result_path=str(out / "result.json"),
-                           progress_path=str(out / "progress"), phase=phase)
-    if isinstance(problem, SourceText):
-        request.problem_source, request.problem_name = problem.text, problem.name
-    elif problem is not None:
-        request.problem_path = str(Path(problem).resolve())
-    if isinstance(candidate, SourceText):
-        request.candidate_source, request.candidate_name = candidate.text, candidate.name
-    else:
-        request.candidate_path = str(Path(candidate).resolve())
-    return request
 
 
 def worker_env(config: JudgeConfig, device_hint: str, extra: dict[str, str] | None = None,
@@ -150,7 +79,7 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     env = sandbox.scrubbed_environ()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
     env.update({k: v for k, v in extra.items() if k in ("PYTHONPATH",)})
-    if _device_hint(config, extra) == "cpu" and "TRITON_INTERPRET" not in os.environ:
+    if device_hint(config, extra) == "cpu" and "TRITON_INTERPRET" not in os.environ:
         env["TRITON_INTERPRET"] = "1"  # as worker_env sets it for CPU evaluations: triton imported in that mode
     package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
     trusted.compile_package(package)  # before the server imports it: no bytecode is written later
@@ -269,7 +198,7 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
     token = secrets.token_hex(16)
     clock = StageClock(Path(request.progress_path), config)
     workdir = scratch / "work"
-    child_env = worker_env(config, _device_hint(config, env), env, workdir=workdir)
+    child_env = worker_env(config, device_hint(config, env), env, workdir=workdir)
     spec = sandbox.SandboxSpec(
         argv=[sys.executable, "-m", "kernelwright.judge.supervisor", str(request_path), "--phase", request.phase,
               "--parent-pid", str(os.getpid())],
@@ -397,12 +326,6 @@ def precheck(request: JudgeRequest, config: JudgeConfig) -> Verdict | None:
     return None
 
 
-def source_filename(name: str) -> str:
-    """The file name given source text gets in the worker's folder (and in its messages)."""
-    stem = "".join(c if c.isalnum() or c in "_-" else "_" for c in Path(name).stem) or "source"
-    return f"{stem}.py"
-
-
 def _text(path: str | None, source: str | None) -> str | None:
     if source is not None:
         return source
@@ -412,7 +335,7 @@ def _text(path: str | None, source: str | None) -> str | None:
         return None
 
 
-def _device_hint(config: JudgeConfig, env: dict[str, str] | None) -> str:
+def device_hint(config: JudgeConfig, env: dict[str, str] | None) -> str:
     if config.device != "auto":
         return config.device
     visible = (env or {}).get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -426,7 +349,7 @@ def _has_gpu() -> bool:
 
 
 def _address_space(config: JudgeConfig, env) -> int | None:
-    if config.cpu_memory_limit_mb and _device_hint(config, env) == "cpu":
+    if config.cpu_memory_limit_mb and device_hint(config, env) == "cpu":
         return int(config.cpu_memory_limit_mb) << 20
     return None
 
@@ -498,9 +421,9 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
     if info.timed_out:
         what = (f"timed out {where} after {clock.budget():g} s: the candidate hangs or is far too slow; "
                 "the whole process group was killed")
-    elif info.signal or _signal_of(info.exit_code):
-        name = info.signal or _signal_of(info.exit_code)
-        what = f"the judge process was killed by {name} ({_SIGNAL_MEANING.get(name, 'a fatal signal')}) {where}"
+    elif info.signal or signal_of(info.exit_code):
+        name = info.signal or signal_of(info.exit_code)
+        what = f"the judge process was killed by {name} ({SIGNAL_MEANING.get(name, 'a fatal signal')}) {where}"
     elif info.exit_code is None:
         what = f"the judge process could not start: {info.stderr_tail.strip()}"
     else:
@@ -509,34 +432,6 @@ def describe_death(info: ProcessInfo, clock: StageClock, request: JudgeRequest, 
                 "the candidate may have called sys.exit() or os._exit()")
     hint = relevant_lines(info.stderr_tail, request.candidate_label)
     return what + (f". Last output: {hint}" if hint else ".")
-
-
-def describe_status(code: int) -> str:
-    """How a process ended, from its exit code (negative: the signal that killed it)."""
-    if code < 0:
-        name = sandbox.signal_name(code) or f"signal {-code}"
-        return f"was killed by {name} ({_SIGNAL_MEANING.get(name, 'a fatal signal')})"
-    if code == 0:
-        return "exited (code 0) before it finished"
-    return f"exited with code {code}; the candidate may have called sys.exit() or os._exit()"
-
-
-def _signal_of(exit_code: int | None) -> str | None:
-    """The signal a shell-style exit code 128+N reports (the supervisor passes on its worker's death
-    that way: 137 is SIGKILL), else None."""
-    if exit_code is None or not 128 < exit_code < 128 + 65:
-        return None
-    return sandbox.signal_name(128 - exit_code)
-
-
-_SIGNAL_MEANING = {
-    "SIGSEGV": "segmentation fault: an out-of-bounds memory access in a kernel or extension",
-    "SIGBUS": "bus error: a misaligned or unmapped memory access",
-    "SIGABRT": "aborted: a C++ assertion, an uncaught C++ exception or a fatal CUDA error",
-    "SIGKILL": "killed from outside, most often by the kernel's out-of-memory killer",
-    "SIGFPE": "arithmetic fault, e.g. an integer division by zero",
-    "SIGILL": "illegal instruction: code built for another architecture",
-}
 
 
 _PROFILER_LOG = re.compile(r"^(USDT|INFO|WARNING|STAGE):\d{4}-\d\d-\d\d ")  # the runner's profiler (kineto) logging

@@ -27,13 +27,13 @@ def main(argv: list[str] | None = None) -> int:
                      readable=readable)
     if not report.active:
         print(f"kernelwright builder: unconfined ({report.reason})", file=sys.stderr)
-    from .compile import LOG_FILE, _captured_output, _Output
+    from .buildlog import LOG_FILE, BuildOutput, captured_output
 
     import torch.utils.cpp_extension as cpp
 
-    output, ok = _Output(), False
+    output, ok = BuildOutput(), False
     try:
-        with _captured_output(output):
+        with captured_output(output):
             getattr(cpp, request["builder"])(**request["arguments"])
         ok = True
     except BaseException as exc:  # noqa: BLE001 - every failure becomes the build log

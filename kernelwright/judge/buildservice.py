@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .toolchain import toolchain
-from .compile import (BUILD_MARKER, LOG_FILE, _NOT_HASHED, BuildRecord, _digest, _locked, _marker_matches, _renames,
-                      _tail, build_payload, explain_miss, hashed_name, trim_errors)
+from .buildcache import (BUILD_MARKER, NOT_HASHED, BuildRecord, build_payload, content_digest, explain_miss, hashed_name,
+                         locked, marker_matches)
+from .buildlog import LOG_FILE, renames, tail, trim_errors
 
 BUILDERS = ("load_inline", "load")
 STAGING = ".staging"
@@ -55,7 +56,7 @@ def build_remotely(builder: str, arguments: dict[str, Any], arch: str, record: B
     """Ask the supervisor to build (or find) this extension, then load it from the shared cache."""
     from . import service
 
-    sent = {k: _plain(v) for k, v in arguments.items() if k not in _NOT_HASHED}
+    sent = {k: _plain(v) for k, v in arguments.items() if k not in NOT_HASHED}
     if builder == "load":
         sources = sent.get("sources")
         sources = [sources] if isinstance(sources, str) else list(sources or [])
@@ -67,9 +68,9 @@ def build_remotely(builder: str, arguments: dict[str, Any], arch: str, record: B
         reply = {"ok": False, "log": str(exc), "name": record.hashed_name, "dir": ""}
     record.seconds = time.perf_counter() - started
     record.hashed_name, record.build_dir = reply.get("name", record.hashed_name), reply.get("dir", "")
-    record.cached, record.log = bool(reply.get("cached")), _tail(str(reply.get("log", "")))
+    record.cached, record.log = bool(reply.get("cached")), tail(str(reply.get("log", "")))
     if not reply.get("ok"):
-        record.errors = trim_errors(str(reply.get("log", "")), rename=_renames(builder, arguments))
+        record.errors = trim_errors(str(reply.get("log", "")), rename=renames(builder, arguments))
         raise RuntimeError(f"Error building extension '{arguments['name']}' (the judge's builder): "
                            f"{(record.errors or [record.log[-500:]])[0]}")
     record.ok = True
@@ -110,11 +111,11 @@ def serve_build(message: dict[str, Any], cache_dir: Path, timeout_s: float, read
     try:
         _stage_sources(builder, arguments, staging, readable)
         payload = build_payload(builder, arguments, arch=arch, tools=toolchain())
-        digest = _digest(payload)
+        digest = content_digest(payload)
         name = hashed_name(arguments["name"], digest)
         final = root / name
-        with _locked(final):
-            if _marker_matches(final / BUILD_MARKER, digest):
+        with locked(final):
+            if marker_matches(final / BUILD_MARKER, digest):
                 return {"ok": True, "cached": True, "name": name, "dir": str(final), "arch": arch,
                         "log": "loaded the prebuilt extension (cache hit)"}
             why = explain_miss(final, payload)
@@ -124,10 +125,10 @@ def serve_build(message: dict[str, Any], cache_dir: Path, timeout_s: float, read
                 return {"ok": False, "cached": False, "name": name, "dir": "", "arch": arch, "log": log,
                         "seconds": seconds}
             _publish(staging, final, {"hash": digest, "name": name, "seconds": seconds,
-                                      "sources": _digest(payload["arguments"]), "arch": arch,
+                                      "sources": content_digest(payload["arguments"]), "arch": arch,
                                       "toolchain": payload["toolchain"], "built_by": "kernelwright.judge.builder"})
         return {"ok": True, "cached": False, "name": name, "dir": str(final), "arch": arch, "seconds": seconds,
-                "log": _tail(log) + (f"\n{why}" if why else "")}
+                "log": tail(log) + (f"\n{why}" if why else "")}
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -142,7 +143,7 @@ def _validated(message: dict[str, Any]) -> tuple[str, dict[str, Any], str]:
         raise ValueError(f"an extension name must be a Python identifier, not {arguments.get('name')!r}")
     if not _ARCH.match(arch):
         raise ValueError(f"not a CUDA arch list: {arch!r}")
-    return builder, {k: v for k, v in arguments.items() if k not in _NOT_HASHED}, arch
+    return builder, {k: v for k, v in arguments.items() if k not in NOT_HASHED}, arch
 
 
 def _stage_sources(builder: str, arguments: dict[str, Any], staging: Path, readable: Path | None) -> None:

@@ -261,3 +261,31 @@ def _isolation(spec: SandboxSpec, net_note: str, started: str = COLD) -> dict:
         "output_limit_bytes": spec.output_limit_bytes,
         "not_enforced": ["seccomp / syscall filtering", "filesystem isolation", "GPU sharing"],
     }
+
+
+def describe_status(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it)."""
+    if code < 0:
+        name = signal_name(code) or f"signal {-code}"
+        return f"was killed by {name} ({SIGNAL_MEANING.get(name, 'a fatal signal')})"
+    if code == 0:
+        return "exited (code 0) before it finished"
+    return f"exited with code {code}; the candidate may have called sys.exit() or os._exit()"
+
+
+def signal_of(exit_code: int | None) -> str | None:
+    """The signal a shell-style exit code 128+N reports (the supervisor passes on its worker's death
+    that way: 137 is SIGKILL), else None."""
+    if exit_code is None or not 128 < exit_code < 128 + 65:
+        return None
+    return signal_name(128 - exit_code)
+
+
+SIGNAL_MEANING = {
+    "SIGSEGV": "segmentation fault: an out-of-bounds memory access in a kernel or extension",
+    "SIGBUS": "bus error: a misaligned or unmapped memory access",
+    "SIGABRT": "aborted: a C++ assertion, an uncaught C++ exception or a fatal CUDA error",
+    "SIGKILL": "killed from outside, most often by the kernel's out-of-memory killer",
+    "SIGFPE": "arithmetic fault, e.g. an integer division by zero",
+    "SIGILL": "illegal instruction: code built for another architecture",
+}

@@ -53,7 +53,7 @@ from typing import Any
 from kernelwright.files import atomic_write
 
 from . import proctree, service
-from .api import JudgeRequest, source_filename
+from .request import JudgeRequest, source_filename
 from .config import JudgeConfig
 
 REPORT_FILE = "supervisor.json"
@@ -536,18 +536,18 @@ class Supervisor:
         self.kill_candidate_processes()  # measured with no candidate process left
         if self.runner_pid and self.record.runner_status is None:
             return {"error": "the candidate's process could not be ended before the baselines"}
-        from .trusted import _glob
+        from .trusted import stat_matches
 
         params = self.sealed
         label = device_label(params["device"], params["device_name"])
         if not label:
             return {"error": f"cannot name the device {params['device']!r} without torch"}
         before: dict = {}
-        _glob(self.cache / "baselines", ("*.json",), before)
+        stat_matches(self.cache / "baselines", ("*.json",), before)
         result = get_baselines(self.problem_path(), params["overrides"], self.config, params["device"],
                                device_label=label)
         after: dict = {}
-        _glob(self.cache / "baselines", ("*.json",), after)
+        stat_matches(self.cache / "baselines", ("*.json",), after)
         with self._lock:  # records it rewrote (not merely added): the judge must not take them for tampering
             self.record.rewrote.update({p: list(st) for p, st in after.items() if p in before and before[p] != st})
         return {"baselines": asdict(result)}

@@ -265,7 +265,7 @@ def _measure_cuda(fn, config: JudgeConfig, device: torch.device) -> tuple[Timing
         wall_reps = max(3, min(WALL_CHECK_REPS, math.ceil(config.rep_ms / max(estimate, 1e-6))))
         flags = [f for f in (side_stream_flag(*_wall_check(fn, clock, flush, wall_reps)),) if f]
         del flush
-    return stats, flags + _noise_flags(stats)
+    return stats, flags + noise_flags(stats)
 
 
 def _wall_check(fn, clock: _CudaClock, flush, reps: int) -> tuple[float, float]:
@@ -362,7 +362,7 @@ def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str, 
     return reading
 
 
-def _noise_flags(stats: TimingStats) -> list[Flag]:
+def noise_flags(stats: TimingStats) -> list[Flag]:
     if stats.median_ms > 0 and stats.iqr_ms / stats.median_ms > 0.1:
         return [Flag("noisy_timing", INFO, f"inter-quartile range is {stats.iqr_ms / stats.median_ms:.0%} "
                      "of the median: compare with care")]

@@ -150,7 +150,7 @@ def nvcc_version() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _tool_version(*command: str) -> str:
+def tool_version(*command: str) -> str:
     """`command` output, cached per process and on disk (tool_output): workers are fresh processes."""
     return tool_output(command[0], *command[1:])
 
@@ -161,8 +161,8 @@ def toolchain() -> dict[str, str]:
     nvcc = nvcc_path()
     torch_version = installed_torch()
     return {
-        "nvcc": _tool_version(nvcc, "--version") if nvcc else "",
-        "cxx": (_tool_version(os.environ.get("CXX", "c++"), "--version").splitlines() or [""])[0],
+        "nvcc": tool_version(nvcc, "--version") if nvcc else "",
+        "cxx": (tool_version(os.environ.get("CXX", "c++"), "--version").splitlines() or [""])[0],
         "torch": torch_version.get("__version__", ""),
         "torch_cuda": str(torch_version.get("cuda")),
         "python": platform.python_version(),

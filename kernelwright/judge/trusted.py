@@ -61,9 +61,9 @@ class TrustedFiles:
     def snapshot(self) -> dict[str, Stat]:
         found: dict[str, Stat] = {}
         _walk(self.package, found)
-        _glob(self.cache / "baselines", ("*.json",), found)
+        stat_matches(self.cache / "baselines", ("*.json",), found)
         for build in _subfolders(self.cache / "torch_extensions"):
-            _glob(build, ("kw_build.json", "*.so"), found)
+            stat_matches(build, ("kw_build.json", "*.so"), found)
         return found
 
     def changes(self, before: dict[str, Stat], after: dict[str, Stat]) -> Changes:
@@ -98,7 +98,7 @@ def _walk(folder: Path, found: dict[str, Stat]) -> None:
                 found[path] = stat
 
 
-def _glob(folder: Path, patterns: tuple[str, ...], found: dict[str, Stat]) -> None:
+def stat_matches(folder: Path, patterns: tuple[str, ...], found: dict[str, Stat]) -> None:
     for pattern in patterns:
         for path in folder.glob(pattern):
             stat = _stat(str(path))

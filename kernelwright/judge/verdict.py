@@ -200,7 +200,7 @@ class Verdict:
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ValueError(f"verdict schema version {version!r} is not {SCHEMA_VERSION}")
-        return _build(cls, data)
+        return dataclass_from(cls, data)
 
     @classmethod
     def from_json(cls, text: str) -> "Verdict":
@@ -223,15 +223,15 @@ _NESTED = {
 _LISTS = {"trials": TrialResult, "flags": Flag}
 
 
-def _build(cls: type, data: dict[str, Any]):
+def dataclass_from(cls: type, data: dict[str, Any]):
     known = {f.name for f in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in data.items():
         if key not in known:
             continue
         if key in _LISTS and isinstance(value, list):
-            value = [_build(_LISTS[key], v) for v in value]
+            value = [dataclass_from(_LISTS[key], v) for v in value]
         elif key in _NESTED and isinstance(value, dict):
-            value = _build(_NESTED[key], value)
+            value = dataclass_from(_NESTED[key], value)
         kwargs[key] = value
     return cls(**kwargs)

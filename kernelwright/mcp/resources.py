@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
-from .runs import _read_store
+from .runs import read_store
 from .summaries import trim, verdict_summary
 from .validation import NOT_FOUND, ToolInputError
 from .workspace import Workspace
@@ -71,7 +71,7 @@ class Resources:
         """The runs in the workspace's kw-runs folder, oldest first."""
         rows = []
         for run_dir in self.ws.run_folders():
-            stored = _read_store(run_dir)
+            stored = read_store(run_dir)
             if stored is None:
                 continue
             run = stored["run"]
@@ -123,7 +123,7 @@ class Resources:
 
     def _store(self, run: str) -> dict[str, Any]:
         run_dir = self.ws.run_dir(run)
-        stored = _read_store(run_dir)
+        stored = read_store(run_dir)
         if stored is None:
             raise ToolInputError(NOT_FOUND, f"run {run!r} has no readable store", "run")
         return stored

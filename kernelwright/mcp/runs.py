@@ -129,7 +129,7 @@ class RunManager:
     def status(self, run_dir: Path) -> dict[str, Any]:
         process = self._process(run_dir)
         out: dict[str, Any] = {"run": run_dir.name, "run_dir": self.ws.shown(run_dir), "process": process}
-        stored = _read_store(run_dir)
+        stored = read_store(run_dir)
         if stored is None:
             out["status"] = "starting" if process["state"] == "running" else "not started"
         else:
@@ -145,7 +145,7 @@ class RunManager:
         return out
 
     def best(self, run_dir: Path) -> dict[str, Any]:
-        stored = _read_store(run_dir)
+        stored = read_store(run_dir)
         out: dict[str, Any] = {"run": run_dir.name, "process": self._process(run_dir)["state"]}
         if stored is None:
             return {**out, "best": None, "message": "the run has not stored anything yet"}
@@ -209,7 +209,7 @@ class RunManager:
 # ---- the store, read-only ------------------------------------------------------------------------
 
 
-def _read_store(run_dir: Path) -> dict[str, Any] | None:
+def read_store(run_dir: Path) -> dict[str, Any] | None:
     from kernelwright.store import RunStore, StoreError
 
     if not (run_dir / RUN_DB).is_file():

@@ -170,7 +170,8 @@ class Tools:
 
     async def _judge(self, ctx: Context, problem: Path, code: str, config) -> dict[str, Any]:
         """The verdict (as a dict) of one sandboxed judge run; progress names the worker's stage."""
-        from kernelwright.judge.api import SourceText, judge
+        from kernelwright.judge.request import SourceText
+        from kernelwright.judge.api import judge
 
         scratch = Path(tempfile.mkdtemp(prefix="kw-mcp-"))
         try:

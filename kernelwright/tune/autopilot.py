@@ -142,7 +142,7 @@ def optimize_without_llm(
 
     config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
     config.overrides = {**config.overrides, **(overrides or {})}
-    shrink = config.shrink if config.shrink is not None else not _has_gpu()
+    shrink = config.shrink if config.shrink is not None else not has_gpu()
     name = Path(problem_path).stem
     limits = limits or detect_limits()
     with _MATCHING:
@@ -253,7 +253,7 @@ def _no_template_message(problem, exc: Exception) -> str:
             "the agents write a kernel.")
 
 
-def _has_gpu() -> bool:
+def has_gpu() -> bool:
     try:
         import torch
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from .evaluate import JudgeEvaluator, Measurement, _stem, instance_hash
+from .evaluate import JudgeEvaluator, Measurement, file_stem, instance_hash
 from .template import Template
 
 BATCH_DEVICE = "batch"  # the cache's device key: the judging device is not this machine
@@ -28,7 +28,7 @@ BATCH_DEVICE = "batch"  # the cache's device key: the judging device is not this
 def request_name(prefix: str, template_name: str, ihash: str) -> str:
     """The name of an instance's request (and verdict) file in a batch folder: PREFIX + template +
     the instance's hash (tune.evaluate.instance_hash of its source)."""
-    return f"{prefix}{_stem(template_name)}_{ihash}"
+    return f"{prefix}{file_stem(template_name)}_{ihash}"
 
 
 class VerdictsPending(Exception):
@@ -101,7 +101,7 @@ class BatchTemplateEvaluator(JudgeEvaluator):
             return None
 
     def _request(self, template: Template, source: str, priority: int) -> Path:
-        from kernelwright.judge.api import SourceText
+        from kernelwright.judge.request import SourceText
         from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, write_request
 
         name = self.request_name(template, source)

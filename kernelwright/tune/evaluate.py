@@ -149,7 +149,7 @@ class JudgeEvaluator:
                 continue
             source = template.instantiate(params)
             ihash = instance_hash(source)
-            path = self.workdir / f"{_stem(template.name)}_{ihash}.py"
+            path = self.workdir / f"{file_stem(template.name)}_{ihash}.py"
             path.write_text(source)
             todo.append((i, path, ihash))
         for k, verdict in self._judge_each([path for _, path, _ in todo]):
@@ -240,7 +240,7 @@ def verdict_resources(verdict) -> list[KernelResources]:
     return parse_ptxas(compile_result.log or "")
 
 
-def _stem(name: str) -> str:
+def file_stem(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)[:40] or "template"
 
 

@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 
 PROBLEM = SourceText('''
 import torch

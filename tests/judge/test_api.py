@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.api import (JudgeRequest, SourceText, StageClock, WorkerResult, assemble, make_request,
-                                    read_result, record_overhead, relevant_lines)
+from kernelwright.judge.api import StageClock, WorkerResult, assemble, read_result, record_overhead, relevant_lines
+from kernelwright.judge.request import JudgeRequest, SourceText, make_request
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, ProcessInfo, Verdict
 
 
@@ -160,7 +160,8 @@ def test_broken_files_are_answered_without_starting_a_worker():
 
 
 def _describe(tmp_path, info) -> str:
-    from kernelwright.judge.api import JudgeRequest, StageClock, describe_death
+    from kernelwright.judge.request import JudgeRequest
+    from kernelwright.judge.api import StageClock, describe_death
     from kernelwright.judge.config import JudgeConfig
 
     clock = StageClock(tmp_path / "progress", JudgeConfig())

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.judge import buildservice, compile as kwc, service
+from kernelwright.judge import buildcache, buildlog, buildservice, compile as kwc, service
+from kernelwright.judge.toolchain import toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 CPP = "torch::Tensor f(torch::Tensor x) { return x; }"
@@ -27,7 +28,7 @@ def fake_builder(monkeypatch):
         if "BROKEN" in json.dumps(arguments):
             return False, "main.cpp:1:1: error: BROKEN is not a type", 0.1
         (staging / f"{arguments['name']}.so").write_bytes(b"fake library")
-        (staging / kwc.LOG_FILE).write_text("[1/1] fake build")
+        (staging / buildlog.LOG_FILE).write_text("[1/1] fake build")
         return True, "[1/1] fake build", 0.1
 
     monkeypatch.setattr(buildservice, "_run_builder", run)
@@ -41,12 +42,12 @@ def _request(cpp=CPP, **extra):
 
 def test_a_build_is_published_under_the_hash_of_what_was_received_then_found(tmp_path, fake_builder):
     reply = buildservice.serve_build(_request(), tmp_path, timeout_s=60)
-    expected = kwc.hashed_name("ext", kwc.build_hash(
-        "load_inline", {"name": "ext", "cpp_sources": CPP, "functions": ["f"]}, arch="9.0", tools=kwc.toolchain()))
+    expected = buildcache.hashed_name("ext", buildcache.build_hash(
+        "load_inline", {"name": "ext", "cpp_sources": CPP, "functions": ["f"]}, arch="9.0", tools=toolchain()))
     assert reply["ok"] and not reply["cached"] and reply["name"] == expected
     folder = Path(reply["dir"])
     assert folder == tmp_path / "torch_extensions" / expected
-    marker = json.loads((folder / kwc.BUILD_MARKER).read_text())
+    marker = json.loads((folder / buildcache.BUILD_MARKER).read_text())
     assert marker["built_by"] == "kernelwright.judge.builder" and marker["arch"] == "9.0"
     assert not list((tmp_path / "torch_extensions" / buildservice.STAGING).iterdir())  # nothing left staged
     again = buildservice.serve_build(_request(), tmp_path, timeout_s=60)
@@ -66,9 +67,9 @@ def test_load_sources_are_copied_before_they_are_hashed(tmp_path, fake_builder):
     reply = buildservice.serve_build(message, tmp_path / "cache", timeout_s=60)
     built_from = Path(fake_builder[0]["sources"][0])
     assert built_from != source and built_from.name == "kernel.cpp"  # the staged copy was built
-    client_hash = kwc.build_hash("load", {"name": "ext", "sources": [str(source)]}, arch="none",
-                                 tools=kwc.toolchain())
-    assert reply["name"] == kwc.hashed_name("ext", client_hash)  # the candidate finds it by its own hash
+    client_hash = buildcache.build_hash("load", {"name": "ext", "sources": [str(source)]}, arch="none",
+                                 tools=toolchain())
+    assert reply["name"] == buildcache.hashed_name("ext", client_hash)  # the candidate finds it by its own hash
 
 
 def test_a_failed_build_publishes_nothing(tmp_path, fake_builder):

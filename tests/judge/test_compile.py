@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch.utils.cpp_extension as cpp
 
+from kernelwright.judge import buildcache, buildlog
 from kernelwright.judge import compile as kwc
 
 DATA = Path(__file__).parent / "data"
@@ -26,7 +27,7 @@ CPP_SRC = "torch::Tensor f(torch::Tensor x);"
 
 
 def test_trim_nvcc_errors_map_to_cuda_sources_lines():
-    errors = kwc.trim_errors((DATA / "nvcc_ninja_error.log").read_text(), rename=kwc.INLINE_FILES)
+    errors = buildlog.trim_errors((DATA / "nvcc_ninja_error.log").read_text(), rename=buildlog.INLINE_FILES)
     assert errors[0].startswith('cuda_sources line 3: error: identifier "blockIdxx" is undefined')
     assert "int i = blockIdxx.x * blockDim.x" in errors[0]  # one line of source context
     assert errors[1].startswith('cuda_sources line 11: error: expected a ";"')
@@ -35,20 +36,20 @@ def test_trim_nvcc_errors_map_to_cuda_sources_lines():
 
 
 def test_trim_gcc_error_keeps_the_quoted_source_line():
-    errors = kwc.trim_errors((DATA / "gcc_ninja_error.log").read_text(), rename=kwc.INLINE_FILES)
+    errors = buildlog.trim_errors((DATA / "gcc_ninja_error.log").read_text(), rename=buildlog.INLINE_FILES)
     assert errors[0].startswith("cpp_sources line 5: error:")
     assert "factor" in errors[0] and "x.data_ptr<float>()[i] * factor" in errors[0]
 
 
 def test_trim_linker_errors():
-    errors = kwc.trim_errors((DATA / "link_error.log").read_text())
+    errors = buildlog.trim_errors((DATA / "link_error.log").read_text())
     assert errors[:2] == ["linker: /usr/bin/ld: cannot find -lc10_cuda: No such file or directory",
                           "linker: /usr/bin/ld: cannot find -ltorch_cuda: No such file or directory"]
     assert not any("collect2" in e for e in errors)
 
 
 def test_trim_triton_compilation_error_from_captured_traceback():
-    errors = kwc.trim_errors((DATA / "triton_compile_error.log").read_text())
+    errors = buildlog.trim_errors((DATA / "triton_compile_error.log").read_text())
     assert errors == ["triton kernel bad_kernel, line 6 from its def: NameError('zero is not defined')\n"
                       "    y = tl.maximum(x, zero)"]
 
@@ -76,7 +77,7 @@ def test_trim_live_triton_compilation_error():
                        constexprs={"BLOCK": 128})
     with pytest.raises(Exception) as info:
         triton.compile(source, target=GPUTarget("cuda", 90, 32))
-    errors = kwc.trim_errors(f"{type(info.value).__module__}.{type(info.value).__name__}: {info.value}")
+    errors = buildlog.trim_errors(f"{type(info.value).__module__}.{type(info.value).__name__}: {info.value}")
     assert len(errors) == 1
     assert errors[0].startswith("triton kernel _broken_kernel, line 3 from its def:"), errors
     assert "undefined_name" in errors[0]
@@ -90,18 +91,18 @@ def test_trim_python_exception_names_the_frame():
             return self.ext.relu(x.contiguous())
         AttributeError: module 'relu_ext_ab12' has no attribute 'relu'
         """)
-    assert kwc.trim_errors(log) == [
+    assert buildlog.trim_errors(log) == [
         "relu__cuda.py:41: AttributeError: module 'relu_ext_ab12' has no attribute 'relu'\n"
         "    return self.ext.relu(x.contiguous())"]
 
 
 def test_trim_limit_dedup_and_fallback():
     log = "\n".join(f"/b/cuda.cu({n}): error: expected a \";\"" for n in range(1, 9)) + "\n/b/cuda.cu(1): error: expected a \";\""
-    errors = kwc.trim_errors(log, limit=3)
+    errors = buildlog.trim_errors(log, limit=3)
     assert [e.split(":")[0] for e in errors] == ["cuda.cu", "cuda.cu", "cuda.cu"]
     assert len(set(errors)) == 3
-    assert kwc.trim_errors("something odd\nhappened here\n") == ["something odd\nhappened here"]
-    assert kwc.trim_errors("") == []
+    assert buildlog.trim_errors("something odd\nhappened here\n") == ["something odd\nhappened here"]
+    assert buildlog.trim_errors("") == []
 
 
 # ---------------------------------------------------------------- hashing and arch
@@ -110,17 +111,17 @@ def test_trim_limit_dedup_and_fallback():
 def test_build_hash_is_stable_and_sensitive():
     base = {"name": "ext", "cpp_sources": CPP_SRC, "cuda_sources": CUDA_SRC, "functions": ["f"],
             "extra_cuda_cflags": ["-O3"], "build_directory": "/a", "verbose": False}
-    digest = kwc.build_hash("load_inline", base, arch="9.0", tools=TOOLS)
-    assert digest == kwc.build_hash("load_inline", dict(base), arch="9.0", tools=dict(TOOLS))
+    digest = buildcache.build_hash("load_inline", base, arch="9.0", tools=TOOLS)
+    assert digest == buildcache.build_hash("load_inline", dict(base), arch="9.0", tools=dict(TOOLS))
     # where and how loudly it builds does not matter
-    assert digest == kwc.build_hash("load_inline", {**base, "build_directory": "/b", "verbose": True},
+    assert digest == buildcache.build_hash("load_inline", {**base, "build_directory": "/b", "verbose": True},
                                     arch="9.0", tools=TOOLS)
     changed = [
-        kwc.build_hash("load_inline", {**base, "cuda_sources": CUDA_SRC + " "}, arch="9.0", tools=TOOLS),
-        kwc.build_hash("load_inline", {**base, "extra_cuda_cflags": ["-O2"]}, arch="9.0", tools=TOOLS),
-        kwc.build_hash("load_inline", base, arch="8.0", tools=TOOLS),
-        kwc.build_hash("load_inline", base, arch="9.0", tools={**TOOLS, "nvcc": "release 12.8"}),
-        kwc.build_hash("load_inline", base, arch="9.0", tools={**TOOLS, "torch": "2.11"}),
+        buildcache.build_hash("load_inline", {**base, "cuda_sources": CUDA_SRC + " "}, arch="9.0", tools=TOOLS),
+        buildcache.build_hash("load_inline", {**base, "extra_cuda_cflags": ["-O2"]}, arch="9.0", tools=TOOLS),
+        buildcache.build_hash("load_inline", base, arch="8.0", tools=TOOLS),
+        buildcache.build_hash("load_inline", base, arch="9.0", tools={**TOOLS, "nvcc": "release 12.8"}),
+        buildcache.build_hash("load_inline", base, arch="9.0", tools={**TOOLS, "torch": "2.11"}),
     ]
     assert len({digest, *changed}) == 6
 
@@ -129,9 +130,9 @@ def test_build_hash_of_load_reads_source_files(tmp_path):
     source = tmp_path / "k.cpp"
     source.write_text("int a;")
     args = {"name": "ext", "sources": [str(source)]}
-    first = kwc.build_hash("load", args, arch="none", tools=TOOLS)
+    first = buildcache.build_hash("load", args, arch="none", tools=TOOLS)
     source.write_text("int b;")
-    assert kwc.build_hash("load", args, arch="none", tools=TOOLS) != first
+    assert buildcache.build_hash("load", args, arch="none", tools=TOOLS) != first
 
 
 def test_arch_list_and_precompile_env(tmp_path, monkeypatch):
@@ -176,7 +177,7 @@ def test_second_load_of_same_source_is_a_cache_hit(tmp_path, fake_torch_build):
     result = recorder.result()
     assert result.ok and not result.cached and result.backend == "cuda"
     assert "fake build of" in result.log  # build output was captured
-    assert (tmp_path / "torch_extensions" / first.name / kwc.BUILD_MARKER).exists()
+    assert (tmp_path / "torch_extensions" / first.name / buildcache.BUILD_MARKER).exists()
 
     again = kwc.install_build_cache(tmp_path)  # a fresh recorder, as in a new worker process
     second = cpp.load_inline("relu_ext", CPP_SRC, cuda_sources=CUDA_SRC, functions=["f"])
@@ -196,8 +197,8 @@ def test_failed_build_is_recorded_and_raised(tmp_path, fake_torch_build):
     assert not result.ok
     assert result.errors[0].startswith('cuda_sources line 3: error: identifier "blockIdxx"')
     build_dir = Path(recorder.records[0].build_dir)
-    assert not (build_dir / kwc.BUILD_MARKER).exists()  # a failure is never cached
-    assert "blockIdxx" in (build_dir / kwc.LOG_FILE).read_text()
+    assert not (build_dir / buildcache.BUILD_MARKER).exists()  # a failure is never cached
+    assert "blockIdxx" in (build_dir / buildlog.LOG_FILE).read_text()
 
 
 def test_no_builds_means_backend_none(tmp_path):
@@ -210,7 +211,7 @@ def test_no_builds_means_backend_none(tmp_path):
 
 def test_stale_torch_lock_is_cleared(tmp_path):
     (tmp_path / "lock").write_text("")
-    with kwc._locked(tmp_path):
+    with buildcache.locked(tmp_path):
         assert not (tmp_path / "lock").exists()
 
 
@@ -218,6 +219,7 @@ _CONCURRENT = """
 import sys, time, types
 from pathlib import Path
 import torch.utils.cpp_extension as cpp
+from kernelwright.judge import buildcache, buildlog
 from kernelwright.judge import compile as kwc
 
 def slow_build(name, sources, *args, **kwargs):
@@ -256,25 +258,25 @@ def test_two_processes_building_the_same_hash_build_once(tmp_path):
 
 def _marker(folder: Path, payload: dict) -> None:
     folder.mkdir(parents=True)
-    (folder / kwc.BUILD_MARKER).write_text(json.dumps({
-        "hash": kwc._digest(payload), "sources": kwc._digest(payload["arguments"]), "arch": payload["arch"],
+    (folder / buildcache.BUILD_MARKER).write_text(json.dumps({
+        "hash": buildcache.content_digest(payload), "sources": buildcache.content_digest(payload["arguments"]), "arch": payload["arch"],
         "toolchain": payload["toolchain"]}))
 
 
 def test_a_miss_explained_by_another_arch_or_toolchain_says_so(tmp_path):
     args = {"name": "ext", "cpp_sources": CPP_SRC, "cuda_sources": CUDA_SRC, "functions": ["f"]}
-    built = kwc.build_payload("load_inline", args, arch="9.0", tools=TOOLS)
-    _marker(tmp_path / kwc.hashed_name("ext", kwc._digest(built)), built)
-    wanted = kwc.build_payload("load_inline", args, arch="9.0a", tools=TOOLS)
-    here = tmp_path / kwc.hashed_name("ext", kwc._digest(wanted))
-    assert "built for arch '9.0'" in kwc.explain_miss(here, wanted)
-    assert "builds for '9.0a'" in kwc.explain_miss(here, wanted)
-    newer = kwc.build_payload("load_inline", args, arch="9.0", tools={**TOOLS, "nvcc": "release 13.1"})
-    there = tmp_path / kwc.hashed_name("ext", kwc._digest(newer))
-    assert "another toolchain (nvcc)" in kwc.explain_miss(there, newer)
-    other_sources = kwc.build_payload("load_inline", {**args, "cpp_sources": CPP_SRC + " "}, arch="9.0a",
+    built = buildcache.build_payload("load_inline", args, arch="9.0", tools=TOOLS)
+    _marker(tmp_path / buildcache.hashed_name("ext", buildcache.content_digest(built)), built)
+    wanted = buildcache.build_payload("load_inline", args, arch="9.0a", tools=TOOLS)
+    here = tmp_path / buildcache.hashed_name("ext", buildcache.content_digest(wanted))
+    assert "built for arch '9.0'" in buildcache.explain_miss(here, wanted)
+    assert "builds for '9.0a'" in buildcache.explain_miss(here, wanted)
+    newer = buildcache.build_payload("load_inline", args, arch="9.0", tools={**TOOLS, "nvcc": "release 13.1"})
+    there = tmp_path / buildcache.hashed_name("ext", buildcache.content_digest(newer))
+    assert "another toolchain (nvcc)" in buildcache.explain_miss(there, newer)
+    other_sources = buildcache.build_payload("load_inline", {**args, "cpp_sources": CPP_SRC + " "}, arch="9.0a",
                                       tools=TOOLS)
-    assert kwc.explain_miss(tmp_path / kwc.hashed_name("ext", kwc._digest(other_sources)), other_sources) == ""
+    assert buildcache.explain_miss(tmp_path / buildcache.hashed_name("ext", buildcache.content_digest(other_sources)), other_sources) == ""
 
 
 def test_unset_arch_list_is_pinned_to_what_torch_detects(monkeypatch):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig, judge
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[2]

@@ -217,7 +217,7 @@ class ModelNew(nn.Module):
 
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_at_a_time_limit_the_candidates_processes_are_killed_too(tmp_path, start):
-    from kernelwright.judge.api import SourceText
+    from kernelwright.judge.request import SourceText
 
     config = JudgeConfig(cache_dir=str(tmp_path / "cache"), **{**FAST, "timeout_s": 3.0, "time": False})
     launcher = warm_launcher(config, force=True) if start == "warm" else None

@@ -93,7 +93,7 @@ def test_install_wraps_the_c_compiler_runs_of_a_first_launch(monkeypatch):
 PROBE = textwrap.dedent("""\
     import json, os, sys, tempfile
     from pathlib import Path
-    from kernelwright.judge.api import make_request
+    from kernelwright.judge.request import make_request
     from kernelwright.judge.checker.main import evaluate
     from kernelwright.judge.checker.stages.context import ResultWriter
     from kernelwright.judge.config import JudgeConfig

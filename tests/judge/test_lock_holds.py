@@ -28,7 +28,7 @@ PROBE = textwrap.dedent("""\
     import contextlib, json, sys, tempfile
     from pathlib import Path
     from kernelwright.judge import gpulock, timing
-    from kernelwright.judge.api import make_request
+    from kernelwright.judge.request import make_request
     from kernelwright.judge.checker import link, timed_calls
     from kernelwright.judge.checker.main import evaluate
     from kernelwright.judge.checker.stages import time as time_stage

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernelwright.judge import JudgeConfig, judge
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.pool import JudgePool
 from kernelwright.tune.from_reference import reference_candidate
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.api import SourceText, make_request
+from kernelwright.judge.request import SourceText, make_request
 from kernelwright.judge.supervisor import Supervisor, device_label
 
 REPO = Path(__file__).resolve().parents[2]

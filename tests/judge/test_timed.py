@@ -80,7 +80,7 @@ PROBE = textwrap.dedent("""\
     from pathlib import Path
     import torch
     from kernelwright.judge import baseline, timed, timing
-    from kernelwright.judge.api import make_request
+    from kernelwright.judge.request import make_request
     from kernelwright.judge.config import JudgeConfig
     from kernelwright.judge.checker.main import evaluate
     from kernelwright.judge.checker.stages.context import ResultWriter

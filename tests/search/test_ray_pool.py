@@ -18,7 +18,7 @@ from kernelwright.judge.confine import landlock_abi
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.scheduling.node import NodeJob
 from kernelwright.judge.scheduling.pool import JudgePool
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jitpause
-from ..api import JudgeRequest
+from ..request import JudgeRequest
 from ..config import JudgeConfig
 from ..stagetimes import StageTimer, process_age_s
 from ..verdict import ERROR, FAIL, PASS, Verdict
@@ -120,7 +120,7 @@ class RunnerProcess:
 
     def status(self) -> str:
         from .. import service
-        from ..api import describe_status
+        from ..sandbox import describe_status
 
         code = None
         if self.process is not None:
@@ -187,7 +187,7 @@ def materialise_candidate(request: JudgeRequest) -> Path:
 
 
 def _write_source(folder: Path, name: str, text: str) -> Path:
-    from ..api import source_filename
+    from ..request import source_filename
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / source_filename(name)

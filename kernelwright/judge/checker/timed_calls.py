@@ -113,7 +113,7 @@ class TimedCalls:
         gpu = str(self.loaded.device).startswith("cuda")
         note = "" if gpu else "CPU wall time: not GPU performance"
         stats = timing.summarize(times, self.link.clock, l2_flushed=gpu, note=note)
-        return stats, self.flags() + timing._noise_flags(stats)
+        return stats, self.flags() + timing.noise_flags(stats)
 
     def flags(self) -> list[Flag]:
         if not self.mismatches:

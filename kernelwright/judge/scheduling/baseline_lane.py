@@ -9,9 +9,9 @@ name) and measures their baselines, `lanes` problems at a time, each through
 exactly the parameters a candidate's supervisor will ask with:
 
 - the problem file by content and name (a problem given as text is copied under the name the
-  supervisor gives its trusted copy, `api.source_filename`), the sizes the worker seals (the
+  supervisor gives its trusted copy, `request.source_filename`), the sizes the worker seals (the
   request's overrides: the lane skips a problem whose sizes are shrunk, known only once loaded),
-  the request's settings with the cache folder resolved as `api.make_request` does;
+  the request's settings with the cache folder resolved as `request.make_request` does;
 - the device as the worker resolves it, named by `supervisor.device_label` in the child, whose
   environment is an evaluation's on that device (`JudgePool.device_envs`: the same
   CUDA_VISIBLE_DEVICES, thread count and caches (`supervisor.trusted_cache_env`)).
@@ -89,7 +89,7 @@ class LaneResult:
 def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
     """The distinct problems of `jobs` (JudgeJobs in the order they will be judged) whose baselines
     a candidate will ask for, first-judged first; problems given as text are copied into `scratch`."""
-    from ..api import SourceText, default_cache_dir, source_filename, text_of
+    from ..request import SourceText, default_cache_dir, source_filename, text_of
 
     tasks, seen = [], set()
     for job in jobs:
@@ -249,7 +249,7 @@ class BaselineLane:
 def child_env(task: LaneTask, slot_env: dict[str, str], scratch: Path) -> dict[str, str]:
     """An evaluation's environment on the slot's device (`api.worker_env`), with a trusted process's
     caches (`supervisor.trusted_cache_env`): what the supervisor's baseline processes get."""
-    from ..api import _device_hint, worker_env
+    from ..api import device_hint, worker_env
     from ..sandbox import scrubbed_environ
     from ..supervisor import trusted_cache_env
 
@@ -257,7 +257,7 @@ def child_env(task: LaneTask, slot_env: dict[str, str], scratch: Path) -> dict[s
     for folder in (own / "home", own / "tmp"):
         folder.mkdir(parents=True, exist_ok=True)
     env = scrubbed_environ()
-    env.update(worker_env(task.config, _device_hint(task.config, slot_env), slot_env, workdir=own))
+    env.update(worker_env(task.config, device_hint(task.config, slot_env), slot_env, workdir=own))
     env.update(trusted_cache_env(Path(task.config.cache_dir or ""), own))
     env["KW_PARENT_PID"] = str(os.getpid())
     return env

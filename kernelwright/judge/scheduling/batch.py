@@ -43,7 +43,7 @@ from typing import Any
 
 from ...files import atomic_write
 from . import baseline_lane
-from ..api import SourceText
+from ..request import SourceText
 from ..config import JudgeConfig
 from .pool import JudgeJob, JudgePool, job_memory_key
 from ..verdict import ERROR, INFO, Flag, Verdict

@@ -211,10 +211,10 @@ class JudgeDaemon:
 
     def pool_for(self, config: JudgeConfig):
         """The pool (and its fork server) for the request's device and network setting, made once."""
-        from ..api import _device_hint
+        from ..api import device_hint
         from .pool import visible_gpus
 
-        device = _device_hint(config, None)
+        device = device_hint(config, None)
         key = (device, bool(config.no_network))
         with self._guard:
             if key not in self.pools:

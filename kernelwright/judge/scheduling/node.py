@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import api
-from ..api import SourceText
+from ..request import SourceText, make_request
 from ..config import JudgeConfig
-from .pool import JudgeJob, JudgePool, _nvidia_smi, precompile_env, visible_gpus
+from .pool import JudgeJob, JudgePool, nvidia_smi, precompile_env, visible_gpus
 from ..verdict import Verdict
 
 
@@ -59,7 +59,7 @@ class NodeJob:
 
 def gpu_inventory(indices: tuple[int, ...] | list[int]) -> list[dict[str, Any]]:
     """Index, UUID and name of the given GPUs, asked of nvidia-smi (no CUDA context here)."""
-    listed = _nvidia_smi("--query-gpu=index,uuid,name", "--format=csv,noheader")
+    listed = nvidia_smi("--query-gpu=index,uuid,name", "--format=csv,noheader")
     found = []
     for line in listed.splitlines():
         parts = [p.strip() for p in line.split(",")]
@@ -110,7 +110,7 @@ def precompile(job: NodeJob, arch: str) -> float | None:
     scratch = Path(tempfile.mkdtemp(prefix="kw-judge-"))
     try:
         jj = job.judge_job()
-        request = api.make_request(jj.problem, jj.candidate, config, scratch, phase="compile")
+        request = make_request(jj.problem, jj.candidate, config, scratch, phase="compile")
         built = api.run_request(request, config, scratch, precompile_env(config, arch))
         return built.process.wall_s if built.process else None
     except Exception:  # noqa: BLE001 - the compile phase is only a head start

@@ -33,7 +33,7 @@ from typing import AsyncIterator, Iterable, Iterator
 
 from .. import api
 from .admission import MemoryAdmission, memory_key, run_admitted
-from ..api import SourceText, text_of
+from ..request import SourceText, make_request, text_of
 from ..candidate_kinds import backend_of
 from ..config import JudgeConfig
 from .ledger import GpuLedger
@@ -72,7 +72,7 @@ def as_job(item) -> JudgeJob:
 @functools.lru_cache(maxsize=None)
 def visible_gpus() -> tuple[int, ...]:
     """GPU indices, asked of nvidia-smi so the parent never creates a CUDA context."""
-    listed = _nvidia_smi("--query-gpu=index", "--format=csv,noheader")
+    listed = nvidia_smi("--query-gpu=index", "--format=csv,noheader")
     indices = tuple(int(line) for line in listed.split() if line.strip().isdigit())
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -88,7 +88,7 @@ def detected_arch_list() -> str:
     return smi_arch_list()
 
 
-def _nvidia_smi(*args: str) -> str:
+def nvidia_smi(*args: str) -> str:
     exe = shutil.which("nvidia-smi")
     if not exe:
         return ""
@@ -328,7 +328,7 @@ class JudgePool:
     def _run(self, job: JudgeJob, config: JudgeConfig, env: dict[str, str], phase: str) -> Verdict:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
         try:
-            request = api.make_request(job.problem, job.candidate, config, scratch, phase=phase)
+            request = make_request(job.problem, job.candidate, config, scratch, phase=phase)
             launcher = self._warm_launcher() if config.no_network == self.config.no_network else None
             return api.run_request(request, config, scratch, env, launcher=launcher)
         finally:
@@ -351,7 +351,7 @@ def judge_one(problem, candidate, config: JudgeConfig) -> Verdict:
 
 def gpu_free_bytes(gpu: str) -> int | None:
     """Free memory of GPU `gpu` now (nvidia-smi, MiB), None when it cannot be read."""
-    text = _nvidia_smi("--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpu)
+    text = nvidia_smi("--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", gpu)
     try:
         return int(float(text.strip().splitlines()[0])) << 20
     except (ValueError, IndexError):
@@ -375,7 +375,7 @@ def machine_ledger(gpu: str) -> GpuLedger | None:
 def gpu_ledger_key(gpu: str) -> str:
     """A file name for the physical GPU: its UUID (nvidia-smi), so processes that number GPUs
     differently share one ledger; its index where the UUID cannot be read."""
-    listed = _nvidia_smi("--query-gpu=uuid", "--format=csv,noheader", "-i", str(gpu)).strip().splitlines()
+    listed = nvidia_smi("--query-gpu=uuid", "--format=csv,noheader", "-i", str(gpu)).strip().splitlines()
     uuid = "".join(c for c in (listed[0] if listed else "") if c.isalnum() or c == "-")
     return f"admit-{uuid or 'gpu-' + str(gpu)}"
 
@@ -384,7 +384,7 @@ def gpu_process_count(gpu: str) -> int | None:
     """Processes holding memory on GPU `gpu` now (nvidia-smi), None when it cannot be read."""
     if not shutil.which("nvidia-smi"):
         return None
-    text = _nvidia_smi("--query-compute-apps=pid", "--format=csv,noheader", "-i", gpu)
+    text = nvidia_smi("--query-compute-apps=pid", "--format=csv,noheader", "-i", gpu)
     return len([line for line in text.splitlines() if line.strip()])
 
 

@@ -409,9 +409,9 @@ def _batch_target(spec: str | None) -> dict | None:
     """--target for a batch run (its limits prune the configurations); None: the H100's limits."""
     if not spec:
         return None
-    from .targets import _load
+    from .targets import target_of_spec
 
-    return _load(spec).to_dict()
+    return target_of_spec(spec).to_dict()
 
 
 def _evaluation(plan: _Plan, settings: dict[str, Any], run: dict[str, Any], options: RunOptions) -> None:

@@ -69,7 +69,7 @@ class LocalEvaluator:
         return self._pool
 
     async def answer(self, ask: EvaluationAsk) -> Answer:
-        from kernelwright.judge.api import SourceText
+        from kernelwright.judge.request import SourceText
 
         candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
@@ -100,7 +100,7 @@ class BatchEvaluator:
 
     async def answer(self, ask: EvaluationAsk) -> Answer:
         from kernelwright.judge.scheduling import batch
-        from kernelwright.judge.api import SourceText
+        from kernelwright.judge.request import SourceText
 
         candidate_file(self.run_dir, ask.candidate_id, ask.code)
         name = f"{self.prefix}{ask.candidate_id}"

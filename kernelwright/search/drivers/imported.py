@@ -116,7 +116,7 @@ class _ImportSession:
         return self.finish("done", f"{len(self.candidates())} imported candidate(s) judged")
 
     def _local(self, waiting: list[dict[str, Any]]) -> None:
-        from kernelwright.judge.api import SourceText
+        from kernelwright.judge.request import SourceText
         from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
         if not waiting:
@@ -140,7 +140,7 @@ class _ImportSession:
 
     def _batch(self, waiting: list[dict[str, Any]]) -> list[Path]:
         from kernelwright.judge.scheduling import batch
-        from kernelwright.judge.api import SourceText
+        from kernelwright.judge.request import SourceText
         from kernelwright.judge.verdict import Verdict
 
         folder = Path(os.path.normpath(self.run_dir / self.settings.get("batch_dir", "evals")))

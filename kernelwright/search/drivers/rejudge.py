@@ -101,7 +101,7 @@ def rejudge(options: RejudgeOptions, log: Callable[[str], None] = print) -> Reju
 
 
 def _problem(run: dict):
-    from kernelwright.judge.api import SourceText
+    from kernelwright.judge.request import SourceText
 
     return SourceText(run["problem_source"], name=f"{run['problem_name']}.py")
 
@@ -117,7 +117,7 @@ def _check_device(store, run: dict, rows: list[dict], config: JudgeConfig) -> No
 
 def _local(store, run: dict, rows: list[dict], config: JudgeConfig, workers: int, outcome: RejudgeOutcome,
            log: Callable[[str], None]) -> None:
-    from kernelwright.judge.api import SourceText
+    from kernelwright.judge.request import SourceText
     from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 
     if not rows:

@@ -23,7 +23,8 @@ WAITING = (
     "--target h100 (built-in facts of a known GPU) or --target PATH/device.json")
 
 
-def _load(spec: str) -> Target:
+def target_of_spec(spec: str) -> Target:
+    """The target a --target option names, or a usage error that says why not."""
     from .session import RunError
 
     try:
@@ -45,7 +46,7 @@ def learn(spec: str | None, eval_mode: str, evals_dir: Path, judge_device: str =
     """The target from --target, else for a batch run its folder's device file (None while there is
     none), else this machine's device (local evaluation)."""
     if spec:
-        return _load(spec)
+        return target_of_spec(spec)
     if eval_mode == "batch":
         return _device_file(evals_dir)
     return detect_target(judge_device, measure_peaks=False)
@@ -58,7 +59,7 @@ def newer_target(current: Any, spec: str | None, eval_mode: str, evals_dir: Path
     """A target that should replace `current` from now on (a --target given on resume, or a batch
     folder's device file that differs, e.g. measured facts after built-in ones); else None."""
     if spec:
-        found = _load(spec)
+        found = target_of_spec(spec)
     elif eval_mode == "batch":
         found = _device_file(evals_dir)
     else:

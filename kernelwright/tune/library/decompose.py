@@ -13,7 +13,7 @@ import torch
 
 from .decompose_nn import HANDLERS as _NN_HANDLERS
 from .ir import IRNode, Unsupported
-from .lowering import Lowering, _Missing, matmul_node, normalize_dims
+from .lowering import Lowering, Missing, matmul_node, normalize_dims
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
@@ -221,7 +221,7 @@ def _max_min(kind: str):
         if overload == "dim":
             dim, keepdim = args[1], _arg(args, kwargs, 2, "keepdim", False)
             values = lw.reduce(kind, args[0], [dim], bool(keepdim))
-            return values, _Missing(f"the indices of {kind}(dim=...) are used; the library returns values only")
+            return values, Missing(f"the indices of {kind}(dim=...) are used; the library returns values only")
         return _minmax_binary("maximum" if kind == "max" else "minimum")(lw, fx_node, overload, args, kwargs)
     return handler
 
@@ -332,7 +332,7 @@ def _layer_norm(lw, fx_node, overload, args, kwargs):
     dims = tuple(range(len(x.shape) - len(normalized), len(x.shape)))
     out = _final(lw, _affine(lw, _normalize(lw, x, dims, eps), weight, bias), fx_node)
     if _packet_name(fx_node) == "native_layer_norm":
-        return out, _Missing("native_layer_norm mean"), _Missing("native_layer_norm rstd")
+        return out, Missing("native_layer_norm mean"), Missing("native_layer_norm rstd")
     return out
 
 

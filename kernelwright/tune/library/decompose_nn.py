@@ -15,7 +15,7 @@ from typing import Any
 
 from .graph import example_shape
 from .ir import CONV, POOL, IRNode, Unsupported
-from .lowering import Lowering, _Missing
+from .lowering import Lowering, Missing
 
 
 def _arg(args: list, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
@@ -66,7 +66,7 @@ def _max_pool(nd: int, with_indices: bool = False):
         }
         node = _pool_node(lw, fx_node, "max", x, params)
         if with_indices:
-            return node, _Missing(f"the indices of {op} are used; the library returns the pooled values only")
+            return node, Missing(f"the indices of {op} are used; the library returns the pooled values only")
         return node
     return handler
 

@@ -15,7 +15,7 @@ import torch
 from .decompose import HANDLERS
 from .graph import Captured
 from .ir import INPUT, IRNode, Program, Unsupported
-from .lowering import _PY_OPS, ALIAS_OPS, HOST_OPS, Lowering, _overload, _packet
+from .lowering import PY_OPS, ALIAS_OPS, HOST_OPS, Lowering, overload_name, packet_name
 
 def lower(captured: Captured) -> Program:
     """The IR program of an exported forward; Unsupported says which op stops the library."""
@@ -79,11 +79,11 @@ def _lower_call(lw: Lowering, fx_node, order: dict, handlers: dict[str, Callable
             lw.env[fx_node] = base[fx_node.args[1]]
             return
         raise Unsupported(f"indexing {fx_node.args[0]} is not supported")
-    if target in _PY_OPS:  # size arithmetic on the host
+    if target in PY_OPS:  # size arithmetic on the host
         args = [lw.value(a) for a in fx_node.args]
         lw.env[fx_node] = lw.host(target, args)
         return
-    name = _packet(target)
+    name = packet_name(target)
     if not isinstance(target, torch._ops.OpOverload):
         raise Unsupported(f"call to {name} is not an ATen op")
     inplace = name.endswith("_") and not name.startswith("_")
@@ -105,7 +105,7 @@ def _lower_call(lw: Lowering, fx_node, order: dict, handlers: dict[str, Callable
     handler = handlers.get(base_name)
     if handler is None:
         raise Unsupported(f"aten.{name} has no template in the library")
-    lw.env[fx_node] = handler(lw, fx_node, _overload(target), args, kwargs)
+    lw.env[fx_node] = handler(lw, fx_node, overload_name(target), args, kwargs)
 
 
 def _drop_side_effect(lw: Lowering, fx_node, order: dict) -> bool:
@@ -114,10 +114,10 @@ def _drop_side_effect(lw: Lowering, fx_node, order: dict) -> bool:
     mutated = fx_node.args[0]
     later_readers = [u for u in mutated.users if u is not fx_node and order.get(u, -1) > order[fx_node]]
     if later_readers:
-        raise Unsupported(f"aten.{_packet(fx_node.target)} mutates {mutated.name}, which is read again")
+        raise Unsupported(f"aten.{packet_name(fx_node.target)} mutates {mutated.name}, which is read again")
     base = lw.env.get(mutated)
     if isinstance(base, IRNode) and base.kind == INPUT:
         if fx_node.users:
-            raise Unsupported(f"aten.{_packet(fx_node.target)} mutates model input/state {mutated.name}")
+            raise Unsupported(f"aten.{packet_name(fx_node.target)} mutates model input/state {mutated.name}")
         return True
     return False

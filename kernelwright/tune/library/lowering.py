@@ -21,7 +21,7 @@ HOST_OPS = {
 }
 # ops that return their input unchanged for reading purposes
 ALIAS_OPS = {"clone", "detach", "alias", "lift_fresh_copy", "contiguous", "lift_fresh"}
-_PY_OPS = {
+PY_OPS = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.floordiv: "floordiv",
     operator.truediv: "truediv", operator.mod: "mod", operator.neg: "neg", operator.pow: "pow",
 }
@@ -40,7 +40,7 @@ class Lowering:
     def add(self, kind: str, op: str, args: list, *, shape=None, dtype=None, **fields) -> IRNode:
         node = IRNode(id=len(self.nodes), kind=kind, op=op, args=list(args), shape=shape, dtype=dtype, **fields)
         if self.current is not None and not node.origin:
-            node.origin = _packet(self.current.target)
+            node.origin = packet_name(self.current.target)
         self.nodes.append(node)
         return node
 
@@ -75,7 +75,7 @@ class Lowering:
         return self.pw("squeeze", x, params={"dims": tuple(dims)}, shape=shape, dtype=like or x.dtype)
 
     def host(self, target, args: list, kwargs: dict | None = None, *, shape=None, dtype=None) -> IRNode:
-        return self.add(HOST, _packet(target), args, shape=shape, dtype=dtype, target=target, kwargs=kwargs or {})
+        return self.add(HOST, packet_name(target), args, shape=shape, dtype=dtype, target=target, kwargs=kwargs or {})
 
     # -- walking -------------------------------------------------------------------------------
     def value(self, arg: Any) -> Any:
@@ -83,7 +83,7 @@ class Lowering:
             if arg not in self.env:
                 raise Unsupported(f"value {arg.name} is used but was never produced")
             found = self.env[arg]
-            if isinstance(found, _Missing):
+            if isinstance(found, Missing):
                 raise Unsupported(found.why)
             return found
         if isinstance(arg, (list, tuple)):
@@ -97,21 +97,21 @@ class Lowering:
         return example_shape(val), getattr(val, "dtype", None)
 
 
-class _Missing:
+class Missing:
     """An env entry for a value the library cannot provide (e.g. the indices of max.dim)."""
 
     def __init__(self, why: str):
         self.why = why
 
 
-def _packet(target) -> str:
+def packet_name(target) -> str:
     packet = getattr(target, "overloadpacket", None)
     if packet is not None:
         return packet.__name__
     return getattr(target, "__name__", str(target))
 
 
-def _overload(target) -> str:
+def overload_name(target) -> str:
     return getattr(target, "_overloadname", "")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.scheduling.admission import GIB, OOM_ALONE, OOM_REFERENCE_ON_HOST, OOM_RETRIED, PEAK_KEY, MemoryAdmission, is_oom, memory_key
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.verdict import ERROR, FAIL, PASS, REJECT, Flag, Verdict
 

@@ -16,7 +16,7 @@ from kernelwright.judge import JudgeConfig
 from kernelwright.judge.scheduling import baseline_lane as lanes
 from kernelwright.judge import proctree
 from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, MemoryAdmission, run_admitted
-from kernelwright.judge.api import SourceText, make_request
+from kernelwright.judge.request import SourceText, make_request
 from kernelwright.judge.scheduling.pool import JudgeJob
 from kernelwright.judge.supervisor import Supervisor, device_label
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
@@ -288,7 +288,7 @@ from pathlib import Path
 from kernelwright.judge import JudgeConfig, batch, baseline_lane
 from kernelwright.judge.baseline import missing_kinds
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 problem = Path(sys.argv[1])
 config = JudgeConfig(device="cpu", shrink=False, cache_dir=sys.argv[2])
 tasks = baseline_lane.plan([JudgeJob(problem, SourceText("x = 1", "c"), config)], JudgePool(config), problem.parent)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX, pending, read_request, read_verdicts, write_request
 
 REPO = Path(__file__).resolve().parents[3]

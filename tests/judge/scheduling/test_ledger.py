@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.scheduling import pool as pool_module
 from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.ledger import GpuLedger, LedgerEntry, new_entry, process_alive
 from kernelwright.judge.verdict import ERROR, PASS, Verdict
 
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[3]
 CHILD = r"""
 import sys
 from kernelwright.judge.scheduling.admission import GIB, OOM_RETRIED, PEAK_KEY, MemoryAdmission
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.ledger import GpuLedger
 
 folder, free, need, exclusive = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"

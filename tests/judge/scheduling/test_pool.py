@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.api import SourceText
+from kernelwright.judge.request import SourceText
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool, as_job, precompile_env
 from kernelwright.judge.verdict import Verdict
 

@@ -199,7 +199,19 @@ def judge_work(ctx: Context, checked: Checked) -> None:
     ctx.verdict.work = record
     for flag in flags:
         ctx.flag(flag)
-    from .time import observed_work
 
     for flag in observed_work(ctx, checked, observed):
         ctx.flag(flag)
+
+
+def observed_work(ctx: Context, checked: Checked, observed: dict) -> list[Flag]:
+    """The timed calls ran no more torch work than the recorded trials (`work.observed_work_flag`)."""
+    from ... import work
+
+    key = "kernels" if str(checked.loaded.device).startswith("cuda") else "top_ops"
+    watched, unwatched = work.split_recorded(observed)
+    if ctx.verdict.work is not None:
+        ctx.verdict.work.kernels = {"recorded": dict(work.per_call_max(watched, key)),
+                                    "unrecorded": dict(work.per_call_max(unwatched, key)), "counted": key}
+    flag = work.observed_work_flag(watched, unwatched, key)
+    return [flag] if flag is not None else []

@@ -5,7 +5,7 @@ to build ModelNew with the reference's seed (the same weights). Nothing of the c
 this process."""
 from __future__ import annotations
 
-from ...verdict import ERROR, REJECT, CompileResult, Flag, _build
+from ...verdict import ERROR, REJECT, CompileResult, Flag, dataclass_from
 from .context import Context
 from .records import Built, Loaded
 
@@ -49,7 +49,7 @@ def run(ctx: Context, loaded: Loaded) -> Built | None:
 
 
 def cache_dir(ctx: Context):
-    from ...api import default_cache_dir
+    from ...request import default_cache_dir
 
     return default_cache_dir(ctx.config)
 
@@ -66,7 +66,7 @@ def compile_result(ctx: Context, record: dict | None) -> CompileResult:
     from ... import candidate_kinds
 
     try:
-        result = _build(CompileResult, dict(record or {}))
+        result = dataclass_from(CompileResult, dict(record or {}))
     except (TypeError, ValueError):
         result = CompileResult(ok=False, log="the runner's compile record was malformed")
     if result.backend in ("", "none"):  # nothing was built ahead of time: say what the source uses

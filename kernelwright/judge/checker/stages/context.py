@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from kernelwright.files import atomic_write
 
-from ...api import JudgeRequest
+from ...request import JudgeRequest
 from ...config import JudgeConfig
 from ...stagetimes import LockUse, StageTimer
 from ...verdict import Flag, Verdict
@@ -164,7 +164,7 @@ def install_build_cache(ctx: Context):
     kwcompile = ctx.modules.get("compile")
     if kwcompile is None:
         return None
-    from ...api import default_cache_dir
+    from ...request import default_cache_dir
 
     try:
         return kwcompile.install_build_cache(default_cache_dir(ctx.config))

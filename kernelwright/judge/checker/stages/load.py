@@ -133,7 +133,7 @@ def compute_references(ctx: Context, problem, device: str, sync, backward, room)
 def device_lock(ctx: Context, device: str):
     from ... import gpulock
     from ... import service
-    from ...api import default_cache_dir
+    from ...request import default_cache_dir
 
     lock = gpulock.lock_for(device, default_cache_dir(ctx.config))
     if isinstance(lock, gpulock.NoLock):

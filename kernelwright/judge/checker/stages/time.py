@@ -58,7 +58,7 @@ def run(ctx: Context, checked: Checked) -> None:
     stats.note = "; ".join(filter(None, notes))
     ctx.verdict.kernels = kernel_shares(observed, loaded.device)
     seen = any(f.code == "observed_work" for f in ctx.verdict.flags)  # already by the trials alone
-    more = observed_work(ctx, checked, observed)
+    more = check_stage.observed_work(ctx, checked, observed)
     for flag in flags + ([] if seen else more):
         ctx.flag(flag)
     timer_note(ctx, link)
@@ -87,19 +87,6 @@ def end_runner(ctx: Context) -> None:
         ctx.runner.last_report = ctx.link.finish()
     except RunnerGone:
         pass
-
-
-def observed_work(ctx: Context, checked: Checked, observed: dict) -> list[Flag]:
-    """The timed calls ran no more torch work than the recorded trials (`work.observed_work_flag`)."""
-    from ... import work
-
-    key = "kernels" if str(checked.loaded.device).startswith("cuda") else "top_ops"
-    watched, unwatched = work.split_recorded(observed)
-    if ctx.verdict.work is not None:
-        ctx.verdict.work.kernels = {"recorded": dict(work.per_call_max(watched, key)),
-                                    "unrecorded": dict(work.per_call_max(unwatched, key)), "counted": key}
-    flag = work.observed_work_flag(watched, unwatched, key)
-    return [flag] if flag is not None else []
 
 
 def kernel_shares(observed: dict, device: str) -> dict:
@@ -197,10 +184,10 @@ def get_baselines(ctx: Context, checked: Checked, baseline):
     not write the cache), for the parameters sealed before the candidate was loaded; in-process
     where there is none."""
     from ... import service
-    from ...verdict import Baselines, _build
+    from ...verdict import Baselines, dataclass_from
 
     if service.available():
-        return _build(Baselines, service.call("baselines")["baselines"])
+        return dataclass_from(Baselines, service.call("baselines")["baselines"])
     loaded = checked.loaded
     return baseline.get_baselines(ctx.problem_path, dict(loaded.problem.overrides), ctx.config, loaded.device)
 
