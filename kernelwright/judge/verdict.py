@@ -177,6 +177,9 @@ class Verdict:
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # where an asynchronous CUDA fault happened, from the rerun that located it (judge/locate.py):
+    # tool, kernel, where, report; empty when the candidate did not fault or no rerun located it
+    fault: dict[str, str] = field(default_factory=dict)
     # the device lock this evaluation took, per kind ("shared", "exclusive"): {"holds", "held_s"}
     device_lock: dict[str, dict[str, float]] | None = None
     config: dict[str, Any] = field(default_factory=dict)
