@@ -112,6 +112,9 @@ class Baselines:
     work: str = "forward"  # or "forward+backward" (problems whose backward pass is part of the work)
     # per kind: which measurement the speedups use (cache file, key digest, when, repeats, steady)
     measured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the eager reference's per-kernel shares (judge/kernel_times.py's record), measured with its eager
+    # baseline on a GPU; {} on a CPU and in records measured before it was kept
+    kernels: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
