@@ -30,7 +30,7 @@ from typing import Callable
 
 from . import faults
 from .config import JudgeConfig
-from .verdict import INFO, PASS, Flag, Verdict
+from .verdict import FAIL, INFO, PASS, Flag, Verdict
 
 SANITIZER = "compute-sanitizer"
 MIN_SANITIZER_S = 60.0  # below this the sanitizer (10-100x slower) is not tried: launch blocking alone
@@ -47,8 +47,8 @@ def attach_fault(verdict: Verdict, request, config: JudgeConfig, env: dict[str, 
                  which: Callable[[str], str | None] = shutil.which) -> None:
     """Fill `verdict.fault` when the verdict failed with an asynchronous CUDA fault (see the module);
     `rerun` judges the request's candidate again (`api.rerun`)."""
-    if verdict.status == PASS or config.locate_fault_s <= 0 or verdict.fault:
-        return
+    if verdict.status != FAIL or config.locate_fault_s <= 0 or verdict.fault:
+        return  # only the candidate's failures: a system error or a faulting reference is not rerun
     kind = classify(failure_text(verdict))
     if not kind:
         return

@@ -103,8 +103,10 @@ def test_a_sanitizer_that_shows_nothing_leaves_the_rest_of_the_budget_to_launch_
     assert verdict.stage_seconds["locate_fault"] == 100
 
 
-def test_no_rerun_for_a_pass_another_failure_a_cpu_sanitizer_or_a_zero_budget(request_):
-    for verdict, config in ((Verdict(problem="p", candidate="c", status=PASS), JudgeConfig()),
+def test_no_rerun_for_a_pass_a_system_error_another_failure_or_a_zero_budget_and_no_sanitizer_on_a_cpu(request_):
+    error = Verdict(problem="p", candidate="c", status="error", stage="load",
+                    error=f"the reference Model (problem file) raised RuntimeError: {FAULT}")
+    for verdict, config in ((Verdict(problem="p", candidate="c", status=PASS), JudgeConfig()), (error, JudgeConfig()),
                             (failed("ValueError: wrong shape"), JudgeConfig()),
                             (failed(FAULT), JudgeConfig(locate_fault_s=0))):
         rerun = FakeRerun()
