@@ -38,7 +38,7 @@ SANITIZER_SHARE = 0.6  # of the budget, for the sanitizer's run; the rest for a 
 SANITIZER_FLAGS = ("--tool", "memcheck", "--target-processes", "all", "--require-cuda-init", "no",
                    "--print-limit", "4", "--show-backtrace", "no")
 
-# (request, config, env, wrap, wall_s) -> the rerun's verdict; the seam the tests replace
+# (request, config, env, wrap, wall_s) -> the rerun's verdict: `api.rerun`, a fake in the tests
 Rerun = Callable[..., Verdict]
 
 
