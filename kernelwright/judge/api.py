@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import sandbox, trusted
 from .config import JudgeConfig
-from .request import JudgeRequest, default_cache_dir, make_request, source_filename
+from .request import JudgeRequest, SourceText, default_cache_dir, make_request, source_filename
 from .sandbox import SIGNAL_MEANING, signal_of
 from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, WARN, CompileResult, Flag, ProcessInfo, Verdict
 
@@ -179,8 +179,13 @@ def judge(problem, candidate, config: JudgeConfig | None = None, *, env: dict[st
 
 
 def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: dict[str, str] | None,
-                launcher=None) -> Verdict:
-    """Run one prepared request in the sandbox; `launcher` (a `forkserver.Launcher`) starts it warm."""
+                launcher=None, *, wrap: list[str] | None = None, wall_s: float | None = None,
+                locate: bool = True) -> Verdict:
+    """Run one prepared request in the sandbox; `launcher` (a `forkserver.Launcher`) starts it warm.
+    `wrap`: a command the supervisor runs under (the locating rerun's compute-sanitizer), `wall_s`:
+    a limit on the whole run below the stage budgets' backstop. A candidate that failed with an
+    asynchronous CUDA fault gets `verdict.fault` from a rerun that locates it (`locate`), unless
+    `locate` is False (that rerun itself)."""
     if request.phase == "evaluate":
         early = precheck(request, config)
         if early is not None:
@@ -199,10 +204,12 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
     clock = StageClock(Path(request.progress_path), config)
     workdir = scratch / "work"
     child_env = worker_env(config, device_hint(config, env), env, workdir=workdir)
+    parent = str(os.getpid()) if not wrap else "0"  # under a wrapper its parent is the wrapper
     spec = sandbox.SandboxSpec(
-        argv=[sys.executable, "-m", "kernelwright.judge.supervisor", str(request_path), "--phase", request.phase,
-              "--parent-pid", str(os.getpid())],
-        workdir=workdir, timeout_s=outer_timeout(config), output_limit_bytes=config.output_limit_bytes,
+        argv=[*(wrap or []), sys.executable, "-m", "kernelwright.judge.supervisor", str(request_path),
+              "--phase", request.phase, "--parent-pid", parent],
+        workdir=workdir, timeout_s=min(outer_timeout(config), wall_s or float("inf")),
+        output_limit_bytes=config.output_limit_bytes,
         env=child_env, no_network=config.no_network, address_space_bytes=_address_space(config, env),
         stdin_text=token + "\n", deadline=clock, stop_grace_s=STOP_GRACE_S, launcher=launcher,
     )
@@ -214,7 +221,27 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
     verdict = assemble(request, read_result(Path(request.result_path), token), info, clock, config)
     check_trusted_files(verdict, files, before, info.confined)
     record_overhead(verdict, info)
+    if locate and request.phase == "evaluate":
+        from .locate import attach_fault
+
+        attach_fault(verdict, request, config, env, rerun=rerun)
     return verdict
+
+
+def rerun(request: JudgeRequest, config: JudgeConfig, env: dict[str, str] | None, wrap: list[str] | None,
+          wall_s: float) -> Verdict:
+    """The request's candidate judged again under `config` in a fresh scratch folder, started cold
+    (no fork server: `env` reaches a fresh process), under `wrap`, within `wall_s`; nothing of it is
+    located again (the rerun of `locate.attach_fault`)."""
+    scratch = Path(tempfile.mkdtemp(prefix="kw-locate-"))
+    try:
+        problem = request.problem_path or SourceText(request.problem_source or "", request.problem_name)
+        candidate = request.candidate_path or SourceText(request.candidate_source or "", request.candidate_name)
+        again = make_request(problem, candidate, config, scratch)
+        return run_request(again, config, scratch, env, launcher=None, wrap=wrap, wall_s=wall_s, locate=False)
+    finally:
+        if not os.environ.get("KW_KEEP_SCRATCH"):
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 STOP_GRACE_S = 5.0  # at a time limit, the supervisor's time to kill its tree and write its record

@@ -153,6 +153,8 @@ def get_baselines(problem_path: str | os.PathLike, overrides: dict[str, Any] | N
         hits.append(record["from_cache"])
         setattr(result, kind, TimingStats(**record["timing"]))
         result.measured[kind] = provenance(path, key, record)
+        if kind == "eager" and isinstance(record.get("kernels"), dict):
+            result.kernels = dict(record["kernels"])
     result.cached = bool(hits) and all(hits)
     return result
 
@@ -272,6 +274,8 @@ def _write_cached(path: Path, key: dict[str, Any], measured: dict[str, Any]) -> 
     record = {"key": key, "timing": measured["timing"], "repeats": measured.get("repeats", []),
               "steady": measured.get("steady", True), "rule": timed.RULE,
               "written": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if measured.get("kernels"):
+        record["kernels"] = measured["kernels"]  # the eager reference's per-kernel shares (GPU)
     tmp.write_text(json.dumps(record, indent=2))
     tmp.replace(path)
     return dict(record)
@@ -339,7 +343,21 @@ def time_baseline(problem_path: str, overrides: dict[str, Any], config: JudgeCon
     stats = result.stats
     notes = [stats.note] + ([f"torch.compile({_COMPILE_MODE[kind] or 'default'})"] if kind != "eager" else [])
     stats.note = "; ".join(filter(None, notes + (["forward + backward"] if runner is not None else [])))
-    return {"timing": asdict(stats), "repeats": result.repeats, "steady": result.steady}
+    measured = {"timing": asdict(stats), "repeats": result.repeats, "steady": result.steady}
+    if kind == "eager" and str(device).startswith("cuda"):
+        measured["kernels"] = reference_kernels(call, device, lock)
+    return measured
+
+
+def reference_kernels(call, device: str, lock) -> dict[str, Any]:
+    """The reference's own per-kernel shares (`kernel_times`: the record a candidate's verdict gets),
+    recorded after its eager timing with the device held alone, read after the hold: what a round-1
+    prompt shows of the reference (which cuBLAS/cuDNN/ATen kernels, their shares)."""
+    from . import kernel_times
+
+    with lock.exclusive():
+        recording = kernel_times.record(call, device)
+    return kernel_times.read(recording)
 
 
 def _install_build_cache(config: JudgeConfig) -> None:

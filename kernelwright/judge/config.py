@@ -59,6 +59,11 @@ class JudgeConfig:
     baselines: tuple[str, ...] = ("eager", "compile_default")  # also "compile_max_autotune"
     # energy: joules per call over a window of this many ms after the timing (GPU only; 0: off)
     energy_ms: float = 200.0
+    # seconds for the rerun that locates an asynchronous CUDA fault of a failed candidate (CUDA_LAUNCH_BLOCKING=1,
+    # compute-sanitizer where installed: judge/locate.py, `Verdict.fault`); 0: no rerun
+    locate_fault_s: float = 120.0
+    # the evaluation's private MPS server on a GPU (judge/mps.py); the locating rerun runs without one
+    mps: bool = True
     # extras: kernelwright.profile's report (timeline, ncu, findings) for a passing candidate
     profile: bool = False
     cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright

@@ -136,13 +136,13 @@ class Supervisor:
             copy.write_text(self.request.problem_source)
         self.prepare_runner()
         self.record.subreaper = proctree.become_subreaper()  # before the MPS daemon forks away
-        if self.phase == "evaluate" and _gpu_expected(self.config):
+        if self.phase == "evaluate" and _gpu_expected(self.config) and self.config.mps:
             from . import mps
 
             self.mps = mps.start(self.trusted / "mps")
             self.record.mps = "active" if self.mps.active else self.mps.note
         else:
-            self.record.mps = "no GPU in this phase"
+            self.record.mps = "no GPU in this phase" if self.config.mps else "switched off (config.mps is False)"
 
     def prepare_runner(self) -> None:
         """The runner's folder (its cwd, HOME, TMPDIR and caches) with its own copies of the
@@ -293,7 +293,7 @@ class Supervisor:
         if self.mps is not None and not self.mps.active:
             os.environ[checker.MPS_NOTE] = self.mps.note
         elif self.mps is None:
-            os.environ[checker.MPS_NOTE] = "no MPS server: not a GPU evaluation"
+            os.environ[checker.MPS_NOTE] = f"no MPS server: {self.record.mps or 'not a GPU evaluation'}"
         else:
             os.environ.pop(checker.MPS_NOTE, None)
         sock.set_inheritable(True)

@@ -47,6 +47,9 @@ class Target:
     warp_size: int | None = None
     peaks: dict[str, Any] | None = None  # peaks.Peaks.to_dict(): copy_gbps, tflops, source
     software: dict[str, str] = field(default_factory=dict)  # torch, triton, cuda, driver, nvcc, python
+    # what the installed Triton offers (`probe_triton_features`: name -> present), found by
+    # introspection where the target was detected; {} when Triton is missing or was not probed
+    triton_features: dict[str, bool] = field(default_factory=dict)
     interpreter: bool = False  # Triton runs under TRITON_INTERPRET=1 (CPU evaluation)
     source: str = ""  # "measured on the device", "built-in facts (datasheet peaks)", "file ..."
     schema: int = SCHEMA
@@ -174,6 +177,7 @@ def detect_target(device: str = "auto", measure_peaks: bool = False) -> Target:
     if not use_cuda:
         target = cpu_target(interpreter=True)
         target.software.update(_software(environment("cpu")))
+        target.triton_features = probe_triton_features()
         return target
     dev = torch.device("cuda" if device in ("auto", "cuda") else device)
     props = torch.cuda.get_device_properties(dev)
@@ -194,8 +198,60 @@ def detect_target(device: str = "auto", measure_peaks: bool = False) -> Target:
         warp_size=getattr(props, "warp_size", None) or 32,
         peaks=peaks.to_dict() if peaks else None,
         software={**_software(environment(str(dev))), "driver": driver_version()},
+        triton_features=probe_triton_features(),
         source="measured on the device",
     )
+
+
+# name (as a prompt quotes it) -> whether the installed Triton has it, read from its API without
+# compiling anything: `tl` is triton.language, `ir` its compiler's IR module (the dot precisions)
+TRITON_PROBES: dict[str, Any] = {
+    'tl.dot(..., input_precision="tf32x3")':
+        lambda tl, ir: _has_param(tl.dot, "input_precision") and hasattr(ir.INPUT_PRECISION, "TF32x3"),
+    'tl.dot(..., input_precision="bf16x3")':
+        lambda tl, ir: _has_param(tl.dot, "input_precision") and hasattr(ir.INPUT_PRECISION, "BF16x3"),
+    "tl.make_tensor_descriptor": lambda tl, ir: hasattr(tl, "make_tensor_descriptor"),
+    "tl.extra.cuda.libdevice": lambda tl, ir: _imports(f"{tl.__name__}.extra.cuda.libdevice"),
+    "tl.fdiv": lambda tl, ir: hasattr(tl, "fdiv"),
+    "tl.load(..., eviction_policy=...)": lambda tl, ir: _has_param(tl.load, "eviction_policy"),
+    "tl.range(..., num_stages=...)": lambda tl, ir: _has_param(tl.range.__init__, "num_stages"),
+    "tl.range(..., warp_specialize=...)": lambda tl, ir: _has_param(tl.range.__init__, "warp_specialize"),
+}
+
+
+def probe_triton_features(tl: Any = None, ir: Any = None) -> dict[str, bool]:
+    """Which of `TRITON_PROBES` the installed Triton has ({} without Triton): the prompts state what
+    the judge's Triton can do instead of guessing it from the version. A probe that raises counts as
+    missing (the API it reads is not there)."""
+    if tl is None:
+        try:
+            import triton.language as tl
+            from triton._C.libtriton import ir
+        except Exception:  # noqa: BLE001 - no (working) Triton: nothing to say about its features
+            return {}
+    found = {}
+    for name, probe in TRITON_PROBES.items():
+        try:
+            found[name] = bool(probe(tl, ir))
+        except Exception:  # noqa: BLE001 - the attribute or module the probe reads is missing
+            found[name] = False
+    return found
+
+
+def _has_param(fn: Any, name: str) -> bool:
+    import inspect
+
+    return name in inspect.signature(fn).parameters
+
+
+def _imports(module: str) -> bool:
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
 
 
 def _known_facts(name: str) -> dict[str, Any]:
@@ -233,7 +289,8 @@ def write_device_file(folder: str | os.PathLike, device: str = "auto", measure_p
     existing = read_device_file(folder) if path.is_file() else None
     cached = (target.peaks or {}).get("source") == "measured"
     if (existing is not None and target.same_device(existing) and existing.peaks_source == "measured"
-            and (existing.peaks == target.peaks or not (cached or measure_peaks))):
+            and (existing.peaks == target.peaks or not (cached or measure_peaks))
+            and existing.triton_features == target.triton_features):  # another Triton since: rewritten
         return path
     if measure_peaks and target.is_gpu and (target.peaks or {}).get("source") != "measured":
         if log:

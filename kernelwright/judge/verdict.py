@@ -112,6 +112,9 @@ class Baselines:
     work: str = "forward"  # or "forward+backward" (problems whose backward pass is part of the work)
     # per kind: which measurement the speedups use (cache file, key digest, when, repeats, steady)
     measured: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the eager reference's per-kernel shares (judge/kernel_times.py's record), measured with its eager
+    # baseline on a GPU; {} on a CPU and in records measured before it was kept
+    kernels: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -177,6 +180,9 @@ class Verdict:
     # wall seconds per judging stage (imports, setup, reference, compile, check, guards, wait_gpu,
     # time, energy, baselines, floor, profile, overhead); nested work is counted once, where it ran
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # where an asynchronous CUDA fault happened, from the rerun that located it (judge/locate.py):
+    # tool, kernel, where, report; empty when the candidate did not fault or no rerun located it
+    fault: dict[str, str] = field(default_factory=dict)
     # the device lock this evaluation took, per kind ("shared", "exclusive"): {"holds", "held_s"}
     device_lock: dict[str, dict[str, float]] | None = None
     config: dict[str, Any] = field(default_factory=dict)

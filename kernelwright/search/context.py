@@ -66,16 +66,21 @@ FLOOR_AGREES = 0.01  # floors within 1% are the same floor
 
 def reference_timing(tree: Tree | None, given: Mapping[str, Any] | None) -> dict[str, Any]:
     """The reference's measured times on the target: what the run was given before any candidate
-    (`extra["reference_timing"]`: eager_ms, compile_ms, kernels, from the device), else the baselines
-    of the latest GPU verdict (eager and torch.compile only)."""
+    (`extra["reference_timing"]`: eager_ms, compile_ms, kernels, measured by the batch runner's first
+    contact: judge/scheduling/reference_timing.py), else the baselines of the latest GPU verdict
+    (eager and torch.compile, and the reference's kernels where its eager baseline recorded them)."""
     if given:
         return dict(given)
     judged = [n.eval for n in (tree or []) if n.eval is not None and str(n.eval.device).startswith("cuda")
               and n.eval.baseline_ms.get("eager")]
     if not judged:
         return {}
-    latest = judged[-1].baseline_ms
-    return {"eager_ms": latest.get("eager"), "compile_ms": latest.get("compile_default"), "source": "verdicts"}
+    latest = judged[-1]
+    timing = {"eager_ms": latest.baseline_ms.get("eager"), "compile_ms": latest.baseline_ms.get("compile_default"),
+              "source": "verdicts"}
+    if latest.reference_kernels:
+        timing["kernels"] = list(latest.reference_kernels)
+    return timing
 
 
 def _against(result, floor: Mapping[str, Any] | None) -> dict[str, Any]:

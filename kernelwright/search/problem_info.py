@@ -203,8 +203,9 @@ def _product(name: str, args, out) -> tuple[float, int] | None:
 
 
 def mode_layers(model) -> list[str]:
-    """The layers of `model` whose result depends on `model.training`, each with what it does in
-    training mode, the mode the judge runs models in (it builds them and never calls `.eval()`)."""
+    """The layers of `model` whose result depends on their `training` flag, each with what it does in
+    the mode it is in as constructed, the mode the judge runs it in (the judge builds models and never
+    calls `.train()` or `.eval()`: training mode unless the problem's own code switched a layer)."""
     import torch.nn as nn
     from torch.nn.modules.batchnorm import _BatchNorm
     from torch.nn.modules.instancenorm import _InstanceNorm
@@ -212,15 +213,23 @@ def mode_layers(model) -> list[str]:
     found = []
     for name, module in model.named_modules():
         kind = type(module).__name__
+        evaluating = "" if module.training else ", in eval mode as constructed"
         if isinstance(module, _InstanceNorm):
             if module.track_running_stats:
-                found.append(f"`{name}` ({kind}): normalises with each instance's own statistics, "
-                             f"not its running statistics")
+                found.append(f"`{name}` ({kind}{evaluating}): " + (
+                    "normalises with each instance's own statistics, not its running statistics" if module.training
+                    else "normalises with its running statistics, not each instance's own"))
         elif isinstance(module, _BatchNorm):
-            found.append(f"`{name}` ({kind}): normalises with the current batch's mean and biased variance "
-                         f"(its running statistics are only updated, never used)")
+            if module.training or not module.track_running_stats:
+                found.append(f"`{name}` ({kind}{evaluating}): normalises with the current batch's mean and biased "
+                             "variance" + (" (its running statistics are only updated, never used)"
+                                           if module.track_running_stats else " (it keeps no running statistics)"))
+            else:
+                found.append(f"`{name}` ({kind}{evaluating}): normalises with its running mean and variance "
+                             "(fixed per channel: an affine map per channel), not the batch's")
         elif isinstance(module, (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
                                  nn.FeatureAlphaDropout)):
-            found.append(f"`{name}` ({kind}, p={module.p:g}): " + (
-                "draws a new random mask on every call" if module.p > 0 else "is the identity (p = 0)"))
+            found.append(f"`{name}` ({kind}, p={module.p:g}{evaluating}): " + (
+                "draws a new random mask on every call" if module.training and module.p > 0 else "is the identity"
+                + (" (p = 0)" if module.p == 0 else "")))
     return found

@@ -58,6 +58,8 @@ class EvalResult:
     # where an asynchronous CUDA fault happened, when the judge reran the failing trial to locate it
     # (`Verdict.fault`: tool, kernel, where, report); empty when it did not
     fault: dict[str, Any] = field(default_factory=dict)
+    # the eager reference's kernels by share of its GPU time (`Baselines.kernels`), when measured
+    reference_kernels: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -113,6 +115,7 @@ class EvalResult:
             resources=[r.to_dict() for r in verdict_resources(verdict)],
             device_s=round(device_s, 3), judge_s=round(judge_s, 3), **verdict_facts(verdict, profile),
             fault={k: str(v) for k, v in (getattr(verdict, "fault", None) or {}).items() if v},
+            reference_kernels=list(((getattr(verdict.baselines, "kernels", None) or {}).get("kernels") or [])),
         )
 
 

@@ -229,6 +229,30 @@ def test_gpu_baselines_are_steady_and_say_so(kernelbench, tmp_path):
         assert getattr(result, kind).method in ("cuda_events", "cuda_graph")
 
 
+def test_the_eager_references_kernels_are_kept_with_its_record_and_read_back(tiny, config, monkeypatch):
+    """The eager record of a GPU measurement keeps the reference's per-kernel shares; a CPU one has none."""
+    cpu = kwbase.get_baselines(tiny, {}, config, "cpu")
+    assert cpu.kernels == {}
+    shares = {"available": True, "kernels": [{"name": "at::native::vectorized_elementwise_kernel<relu …>",
+                                              "share": 1.0, "us_per_call": 3.0, "launches_per_call": 1}]}
+    measured = {"timing": dataclasses.asdict(cpu.eager), "repeats": [], "steady": True, "kernels": shares}
+    monkeypatch.setattr(kwbase, "_run_subprocess", lambda *args: (measured, None))
+    fresh = kwbase.get_baselines(tiny, {"dim": 16}, config, "cpu")  # other sizes: measured (by the stand-in)
+    assert fresh.kernels == shares
+    monkeypatch.setattr(kwbase, "_run_subprocess", lambda *args: (_ for _ in ()).throw(AssertionError("cached")))
+    assert kwbase.get_baselines(tiny, {"dim": 16}, config, "cpu").kernels == shares  # from the cache file
+
+
+@pytest.mark.gpu
+def test_a_gpu_eager_baseline_records_the_references_kernels(kernelbench, tmp_path):
+    gpu_config = JudgeConfig(cache_dir=str(tmp_path / "cache"), timeout_s=600.0, baselines=("eager",))
+    problem = kernelbench / "level2" / "63_Gemm_ReLU_Divide.py"
+    result = kwbase.get_baselines(problem, {}, gpu_config, "cuda", force=True)
+    assert result.kernels.get("available"), result.kernels
+    names = [k["name"] for k in result.kernels["kernels"]]
+    assert names and abs(sum(k["share"] for k in result.kernels["kernels"]) - 1.0) < 0.01, names
+
+
 def test_the_kinds_of_a_problem_are_measured_at_once(tiny, config, monkeypatch):
     """Each kind its own subprocess, started together: a fake subprocess that waits for the other
     kind's to start (a barrier) would time out if they ran one after the other."""

@@ -80,3 +80,68 @@ def test_the_device_file_follows_the_peaks_the_judge_uses_now(tmp_path, monkeypa
     now["peaks"] = {**recorded["peaks"], "source": "datasheet (not measured)"}
     write_device_file(tmp_path, measure_peaks=False)
     assert read_device_file(tmp_path).peaks["tflops"]["bf16"] == 700.0  # no measured record here: the file's stands
+
+
+def test_the_installed_triton_is_probed_by_introspection():
+    pytest.importorskip("triton")
+    from kernelwright.agents.software import version_tuple
+    from kernelwright.judge.target import TRITON_PROBES, probe_triton_features
+
+    import triton
+
+    found = probe_triton_features()
+    assert set(found) == set(TRITON_PROBES) and all(isinstance(v, bool) for v in found.values())
+    version = version_tuple(triton.__version__)
+    if version >= (3, 4):  # tensor descriptors renamed public in 3.4 (agents/software.py's table)
+        assert found["tl.make_tensor_descriptor"] and found['tl.dot(..., input_precision="tf32x3")']
+
+
+def test_a_triton_without_the_features_is_probed_as_missing_them():
+    from types import SimpleNamespace
+
+    from kernelwright.judge.target import probe_triton_features
+
+    def load(pointer, mask=None, other=None):  # an old tl.load: no eviction_policy
+        return pointer
+
+    def dot(a, b, acc=None, input_precision=None):
+        return a
+
+    class Range:
+        def __init__(self, start, end=None, step=None, num_stages=None):
+            pass
+
+    old_tl = SimpleNamespace(__name__="no_such_triton.language", load=load, dot=dot, range=Range)
+    old_ir = SimpleNamespace(INPUT_PRECISION=SimpleNamespace(TF32=0, IEEE=1, TF32x3=2))
+    found = probe_triton_features(old_tl, old_ir)
+    assert found['tl.dot(..., input_precision="tf32x3")'] and not found['tl.dot(..., input_precision="bf16x3")']
+    assert found["tl.range(..., num_stages=...)"] and not found["tl.range(..., warp_specialize=...)"]
+    assert not found["tl.make_tensor_descriptor"] and not found["tl.fdiv"]
+    assert not found["tl.load(..., eviction_policy=...)"] and not found["tl.extra.cuda.libdevice"]
+    assert not any(probe_triton_features(SimpleNamespace(__name__="x"), SimpleNamespace()).values())  # probes raised
+
+
+def test_the_triton_features_round_trip_through_the_device_file(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from kernelwright.agents.software import triton_support
+    from kernelwright.judge import target as target_module
+
+    recorded = json.loads((Path(__file__).parents[1] / "fixtures" / "golden" / "h100_device.json").read_text())
+    features = {"tl.fdiv": True, "tl.make_tensor_descriptor": False}
+    probed = Target.from_dict({**recorded, "triton_features": features})
+    assert Target.from_dict(json.loads(json.dumps(probed.to_dict()))) == probed
+    monkeypatch.setattr(target_module, "detect_target", lambda device="auto", measure_peaks=False: probed)
+    (tmp_path / DEVICE_FILE).write_text(json.dumps(recorded))  # written before the probe: no features
+    write_device_file(tmp_path, measure_peaks=False)
+    stored = read_device_file(tmp_path)
+    assert stored.triton_features == features  # rewritten with them
+    assert triton_support(stored) == {"available": ["`tl.fdiv`"], "missing": ["`tl.make_tensor_descriptor`"]}
+
+
+def test_a_detected_cpu_target_carries_the_probe():
+    pytest.importorskip("triton")
+    from kernelwright.judge.target import detect_target
+
+    target = detect_target("cpu")
+    assert target.triton_features and "tl.fdiv" in target.triton_features

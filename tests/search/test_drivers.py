@@ -185,6 +185,35 @@ def test_session_pauses_on_exchange_and_batch_and_resumes_to_the_end(tmp_path, k
         assert [e.kind for e in store.journal(run_id)] == ["limits", "tell", "tell", "tell"]
 
 
+def test_a_batch_runs_first_contact_times_the_reference_for_round_one(tmp_path, kernelbench):
+    """Issue 31, point 6: the run asks its batch folder for the reference's timing before its first
+    prompt; the batch runner (here on this CPU, sizes not shrunk) measures it at first contact with
+    the device; the run stores it and round 1's prompt carries it."""
+    from kernelwright.judge.config import JudgeConfig
+
+    run_dir = tmp_path / "run"
+    judge = JudgeConfig(device="cpu", shrink=False, baselines=("eager",), rep_ms=20, warmup_ms=5, min_reps=5,
+                        cache_dir=str(tmp_path / "cache"))
+    options = RunOptions(problem=str(kernelbench / "level1" / "19_ReLU.py"), llm="exchange", eval_mode="batch",
+                         settings=Settings(strategy="greedy", drafts=1, iterations=1, parallel=1, skills_k=0, tune=False),
+                         overrides={"batch_size": 16, "dim": 64}, run_dir=str(run_dir), judge=judge)
+    assert run_optimization(options).status == "paused"
+    evals = run_dir / "evals"
+    assert (evals / "reference.reference.json").is_file() and not list(evals.glob("*.request.json"))
+    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", str(evals),
+                           "--profile-budget", "0"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    measured = json.loads((evals / "reference.reference_timing.json").read_text())
+    assert measured["eager_ms"] > 0 and (evals / "device.json").is_file()
+    first = run_optimization(RunOptions(resume=str(run_dir)))
+    assert first.status == "paused" and len(first.pending_prompts) == 1
+    with RunStore.in_dir(run_dir, create=False) as store:
+        stored = store.run()["settings"]
+    assert stored["reference_timing"]["eager_ms"] == measured["eager_ms"]
+    prompt = first.pending_prompts[0].read_text()
+    assert "The reference on the target: PyTorch eager" in prompt
+
+
 def test_resume_refuses_a_changed_problem_file(tmp_path):
     problem_file = tmp_path / "p.py"
     problem_file.write_text(

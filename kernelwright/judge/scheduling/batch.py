@@ -12,7 +12,9 @@ folders may be given; their requests are judged together.
 
 On first contact the runner records its device in DIR/device.json (judge/target.py: the GPU's
 facts and its measured copy/matmul peaks, measured once per device and cached): a search elsewhere
-reads it to tell its agents where their code runs. Requests that ask for a profile
+reads it to tell its agents where their code runs. It also times each reference a search asked for
+(`NAME.reference.json` -> `NAME.reference_timing.json`: eager and torch.compile times, the eager
+reference's kernels by share; judge/scheduling/reference_timing.py), so round 1's prompts have them. Requests that ask for a profile
 (`"profile": true`) are profiled after all are judged, best first, within --profile-budget
 (judge/scheduling/batch_profile.py).
 
@@ -315,13 +317,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None, profile_budget_s: float,
                   log=None, retry_errors: bool = False, baseline_lanes: int = DEFAULT_BASELINE_LANES) -> list[str]:
-    """What the runner does: record the device, judge every pending request (with `retry_errors`,
-    also those whose verdict is a system error) while `baseline_lanes` measure their problems'
-    baselines ahead, then the profile pass."""
+    """What the runner does: record the device, time the references the searches asked for before
+    their first prompt (judge/scheduling/reference_timing.py), judge every pending request (with
+    `retry_errors`, also those whose verdict is a system error) while `baseline_lanes` measure their
+    problems' baselines ahead, then the profile pass."""
     from .batch_profile import profile_pass
+
+    from .reference_timing import measure_folders
 
     for folder in folders:
         record_device(Path(folder), log)
+    measure_folders([Path(f) for f in folders], pool, log)  # round 1 of the searches waits for these
     judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors, baseline_lanes=baseline_lanes)
     if profile_budget_s > 0:
         profile_pass([Path(f) for f in folders], pool, base, profile_budget_s, log)

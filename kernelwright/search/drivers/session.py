@@ -347,6 +347,20 @@ class SearchSession:
         self.store.add_event(self.run_id, "target", {"name": found.name, "source": found.source})
         return None
 
+    def _learn_reference_timing(self) -> None:
+        """A batch run asks its folder's first contact to time the reference (eager, torch.compile, its
+        kernels) and stores the answer for every prompt from round 1 on (`targets.prompt_extra`)."""
+        if self._eval_mode() != "batch" or "reference_timing" in self.stored or "reference_timing_note" in self.stored:
+            return
+        from kernelwright.judge.request import SourceText
+
+        name = f"{self.stored.get('request_prefix') or ''}{targets.REFERENCE_REQUEST}"
+        problem = SourceText(self.run["problem_source"], name=f"{self.run['problem_name']}.py")  # as BatchEvaluator
+        found = targets.learn_reference_timing(self.evals_dir, name, problem, self.stored.get("judge") or {})
+        if found is not None:
+            self.stored.update(found)
+            self.store.update_run(self.run_id, settings=self.stored)
+
     def _apply_new_target(self, engine: Engine, elapsed: float) -> None:
         """A device file that says more than the target in use (measured facts after built-in ones,
         another card) becomes the target from here on; the change is journaled for replays."""
@@ -468,6 +482,7 @@ class SearchSession:
         a RunOutcome instead when the run pauses before it starts (no target yet)."""
         from .completions import RouterAnswerer
 
+        self._learn_reference_timing()
         waiting = self._learn_target()
         if waiting is not None:
             return waiting

@@ -98,11 +98,33 @@ def tolerance_text(judge: dict[str, Any], dtypes: list[str]) -> str:
     return "; ".join(parts)
 
 
+REFERENCE_REQUEST = "reference"  # a run's reference-timing request in its batch folder (after its prefix)
+TIMING_KEYS = ("eager_ms", "compile_ms", "kernels", "eager_label", "device", "note")
+
+
+def learn_reference_timing(evals_dir: Path, name: str, problem: Any, judge: dict[str, Any]) -> dict[str, Any] | None:
+    """What the batch runner measured of the reference before round 1 (`judge.scheduling.reference_timing`):
+    {"reference_timing": {eager_ms, compile_ms, kernels, ...}} once it has times, {"reference_timing_note":
+    why} once it has none; None while it is not measured yet (the request is written then, once)."""
+    from kernelwright.judge.config import JudgeConfig
+    from kernelwright.judge.scheduling import reference_timing
+
+    found = reference_timing.read_result(evals_dir, name)
+    if found is None:
+        if not (Path(evals_dir) / f"{name}{reference_timing.REQUEST_SUFFIX}").is_file():
+            reference_timing.write_request(evals_dir, name, problem, JudgeConfig.from_dict(judge) if judge
+                                           else JudgeConfig())
+        return None
+    if not found.get("eager_ms"):
+        return {"reference_timing_note": str(found.get("unavailable") or "the batch runner measured no eager time")}
+    return {"reference_timing": {k: found[k] for k in TIMING_KEYS if found.get(k) not in (None, "", [])}}
+
+
 def prompt_extra(stored: dict[str, Any]) -> dict[str, Any]:
     """What every AgentContext.extra carries for this run (the tolerances quoted in the rules)."""
     dtypes = (stored.get("problem") or {}).get("dtypes") or []
     extra: dict[str, Any] = {}
-    if isinstance(stored.get("reference_timing"), dict):  # the reference measured on the device before round 1
+    if isinstance(stored.get("reference_timing"), dict):  # measured on the device before round 1 (learn_reference_timing)
         extra["reference_timing"] = dict(stored["reference_timing"])
     try:
         extra["tolerances"] = tolerance_text(stored.get("judge") or {}, dtypes)
