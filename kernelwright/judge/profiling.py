@@ -7,7 +7,8 @@ judge's supervisor those processes are started by the supervisor, each confined 
 budget, and through a stand-in interpreter (`cached_run`) that installs the judge's build cache in
 those processes, so a CUDA extension built and hashed for this verdict is loaded there, not built
 again. ncu profiles the kernels that take most of the time in the verdict's per-kernel split
-(`verdict.kernels`, from the timing stage), and the list of counters ncu offers is kept in the
+(`verdict.kernels`, from the timing stage; a batch profile job, which does not time, is given its
+stored verdict's in `config.profile_kernels`), and the list of counters ncu offers is kept in the
 judge's cache folder. Whatever goes wrong, the verdict keeps everything else it holds: this returns
 a record that says why, and never raises.
 """
@@ -29,9 +30,16 @@ def profile_report(problem_path, candidate_path, verdict, config, device: str) -
                                  timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
                                  python=build_cache_python(), artifacts_dir=None, cache_dir=profile_cache(config))
         return profile_candidate(problem_path, candidate_path, settings, executor=profile_executor(),
-                                 kernel_shares=getattr(verdict, "kernels", None) or None).to_dict()
+                                 kernel_shares=kernel_shares(verdict, config)).to_dict()
     except Exception as exc:  # noqa: BLE001 -- the verdict is already made: a profile must not unmake it
         return failed_record(f"the profile stopped: {type(exc).__name__}: {exc}")
+
+
+def kernel_shares(verdict, config) -> dict | None:
+    """The per-kernel split ncu's kernels are picked from: this verdict's (its timing stage), else the one
+    the evaluation was given (`config.profile_kernels`: a profile job of the batch runner, which does not
+    time, gets its stored verdict's), else None (the profile's own timeline)."""
+    return getattr(verdict, "kernels", None) or getattr(config, "profile_kernels", None) or None
 
 
 def failed_record(why: str) -> dict:

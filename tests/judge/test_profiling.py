@@ -32,6 +32,27 @@ def test_the_verdicts_kernel_shares_and_the_judges_cache_reach_the_profiler(tmp_
     assert seen["settings"].cache_dir == str(tmp_path / "cache" / "profile") and seen["settings"].budget_s == 90
 
 
+def test_an_untimed_evaluation_profiles_from_the_shares_it_was_given(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_profile(problem, candidate, settings, executor=None, kernel_shares=None):
+        from kernelwright.profile import ProfileReport
+
+        seen["shares"] = kernel_shares
+        return ProfileReport(str(problem), str(candidate), status="ok")
+
+    monkeypatch.setattr("kernelwright.profile.profile_candidate", fake_profile)
+    monkeypatch.chdir(tmp_path)
+    untimed = Verdict(problem="p", candidate="c", status="pass", stage="profile")  # time=False: no split
+    profiling.profile_report("p.py", "c.py", untimed, JudgeConfig(time=False, profile_kernels=SHARES), "cuda:0")
+    assert seen["shares"] == SHARES
+    profiling.profile_report("p.py", "c.py", untimed, JudgeConfig(time=False), "cuda:0")
+    assert seen["shares"] is None  # nothing given: the profile's own timeline
+    other = {"available": True, "kernels": []}
+    profiling.profile_report("p.py", "c.py", _verdict(), JudgeConfig(profile_kernels=other), "cuda:0")
+    assert seen["shares"] == SHARES  # a timed verdict's own split comes first
+
+
 def test_a_profile_that_raises_becomes_a_record_that_says_why(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("no space left on device")

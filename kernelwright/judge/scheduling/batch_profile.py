@@ -6,7 +6,8 @@ ask for one (`"profile": true`, written by the search within its run's profile b
 first judges every request (correctness and timing need nothing else), then profiles the passing
 candidates that asked, fastest first and round-robin over folders (each problem's best is the node
 most likely expanded next), until `budget_s` is spent. The profile runs through the judge's own
-sandboxed worker (one trial, no timing, `config.profile`), whose report is added to the verdict
+sandboxed worker (one trial, no timing, `config.profile`; ncu picks its kernels from the stored
+verdict's per-kernel split, passed as `config.profile_kernels`), whose report is added to the verdict
 already written; what the budget left out is said in the runner's log. A profile that fails, times
 out or cannot even start changes nothing in the verdict but its `profile`, which then says why
 (and `stage_seconds["profile"]`), and the pass goes on with the next candidate.
@@ -49,8 +50,11 @@ def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
     return sorted(found, key=lambda item: -_speed(item[1]))
 
 
-def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> tuple[dict, float]:
-    """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none."""
+def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float,
+                 shares: dict | None = None) -> tuple[dict, float]:
+    """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none.
+    `shares`: the stored verdict's per-kernel split, from which ncu picks its kernels (the profile job
+    does not time, so it has none of its own)."""
     from .batch import read_request
     from ..profiling import failed_record
 
@@ -59,6 +63,7 @@ def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> 
         job = read_request(request, base)
         settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
         settings["timeout_s"] = min(job.config.timeout_s, left)
+        settings["profile_kernels"] = shares or None
         job.config = JudgeConfig.from_dict(settings)
         profiled = pool.judge_many([job])[0]
     except Exception as exc:  # noqa: BLE001 -- one candidate's profile must not stop the pass or touch its verdict
@@ -86,7 +91,7 @@ def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: 
                 log(f"profile budget of {budget_s:.0f} s spent: {len(ordered) - index} passing candidates "
                     "not profiled")
             break
-        verdict.profile, verdict.stage_seconds["profile"] = _profile_one(request, pool, base, left)
+        verdict.profile, verdict.stage_seconds["profile"] = _profile_one(request, pool, base, left, verdict.kernels)
         atomic_write(verdict_path(request), verdict.to_json())
         done.append(request_name(request))
         if log:

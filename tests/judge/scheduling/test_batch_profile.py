@@ -25,10 +25,10 @@ class RecordingPool:
                         stage_seconds={"profile": 12.0}) for job in jobs]
 
 
-def write(folder, name, passed: bool, speedup: float, profile: bool):
+def write(folder, name, passed: bool, speedup: float, profile: bool, kernels: dict | None = None):
     request = write_request(folder, name, PROBLEM, "code", JudgeConfig(trials=5), profile=profile)
     verdict = Verdict(problem="p", candidate=name, status="pass" if passed else "fail", stage="done",
-                      speedup={"eager": speedup})
+                      speedup={"eager": speedup}, kernels=kernels)
     verdict_path(request).write_text(verdict.to_json())
 
 
@@ -46,6 +46,21 @@ def test_passing_candidates_that_asked_are_profiled_best_first_round_robin(tmp_p
     assert read_verdicts(a)["a2"].profile["bottleneck"] == "memory" and read_verdicts(a)["a4"].profile is None
     assert read_verdicts(a)["a2"].stage_seconds["profile"] == 12.0
     assert profile_pass([a, b], RecordingPool(), None, budget_s=600) == []  # done once
+
+
+SHARES = {"available": True, "kernels": [{"name": "gemm_kernel", "share": 0.9, "us_per_call": 9.0,
+                                          "launches_per_call": 1.0}]}
+
+
+def test_the_stored_verdicts_kernel_shares_pick_the_profile_jobs_kernels(tmp_path):
+    write(tmp_path, "timed", True, 2.0, True, kernels=SHARES)
+    write(tmp_path, "untimed", True, 1.0, True)  # a verdict without a split (a CPU verdict): none is made up
+    pool = RecordingPool()
+    assert profile_pass([tmp_path], pool, None, budget_s=600) == ["timed", "untimed"]
+    given = {job.name: job.config.profile_kernels for job in pool.jobs}
+    assert given == {"timed": SHARES, "untimed": None}
+    assert all(not job.config.time for job in pool.jobs)  # the job does not time: the shares are the stored ones
+    assert read_verdicts(tmp_path)["timed"].kernels == SHARES  # the verdict's own split is kept
 
 
 def test_no_budget_no_profiles(tmp_path):
