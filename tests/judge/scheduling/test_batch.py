@@ -177,6 +177,7 @@ class _OneQueuePool(_FakePool):
         super().__init__()
         self.passes: list[list[str]] = []
         self.profiled: list[tuple[str, dict | None]] = []
+        self.events: list[str] = []
 
     def iter_judge(self, jobs):
         from kernelwright.judge.verdict import Verdict
@@ -184,6 +185,7 @@ class _OneQueuePool(_FakePool):
         jobs = list(jobs)
         self.passes.append([job.name for job in jobs])
         for index, job in enumerate(jobs):
+            self.events.append(f"verdict {job.name}")
             yield index, Verdict(problem="p.py", candidate=job.name, status="pass", stage="done",
                                  speedup={"eager": 1.0 + index}, kernels={"available": True, "kernels": [
                                      {"name": f"{job.name}_kernel", "share": 1.0, "us_per_call": 3.0,
@@ -196,11 +198,20 @@ class _OneQueuePool(_FakePool):
         return [Verdict(problem="p.py", candidate=job.name, status="pass", stage="done",
                         profile={"status": "ok", "findings": []}, stage_seconds={"profile": 5.0}) for job in jobs]
 
+    def submit_job(self, job):
+        from concurrent.futures import Future
+
+        self.events.append(f"profile {job.name}")
+        future = Future()
+        future.set_result(self.judge_many([job])[0])
+        return future
+
 
 def test_two_suites_folders_are_one_queue_for_one_runner_with_their_profiles(tmp_path, monkeypatch):
     """Issue 32, point 1: `kernelwright judge --batch A --batch B` (two suites' evals folders) makes one
     runner: one pool, every request of both folders in one pass by priority (each suite's first
-    candidates first), then one profile pass over both folders, each profile from its verdict's split."""
+    candidates first), each passing candidate's profile submitted to the same pool as its verdict is
+    written (interleaved with the judging), from its verdict's split."""
     from typer.testing import CliRunner
 
     from kernelwright.cli.app import app
@@ -226,6 +237,8 @@ def test_two_suites_folders_are_one_queue_for_one_runner_with_their_profiles(tmp
     assert one_pass == ["conv_r0", "gemm_r0", "relu_r0", "conv_r1", "gemm_r1"]  # by priority across the suites
     assert sorted(name for name, _ in pool.profiled) == sorted(one_pass)  # every passing candidate profiled
     assert all(shares["kernels"][0]["name"] == f"{name}_kernel" for name, shares in pool.profiled)
+    # interleaved: each profile starts as soon as its verdict is written, not after the last verdict
+    assert pool.events[:4] == ["verdict conv_r0", "profile conv_r0", "verdict gemm_r0", "profile gemm_r0"]
     for suite in suites:
         verdicts = read_verdicts(tmp_path / suite / "evals")
         assert set(verdicts) == set(suites[suite]) and all(v.profile["status"] == "ok" for v in verdicts.values())
