@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import SourceText
 from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX, pending, read_request, read_verdicts, write_request
@@ -246,3 +248,30 @@ def test_two_suites_folders_are_one_queue_for_one_runner_with_their_profiles(tmp
     missing = CliRunner().invoke(app, ["judge", "--batch", str(tmp_path / "suite_a" / "evals"), "--batch",
                                        str(tmp_path / "nowhere")])
     assert missing.exit_code == 2 and "not a folder" in " ".join(missing.output.split())
+
+
+@pytest.mark.slow
+def test_one_runner_judges_and_profiles_two_suites_folders_on_the_cpu(tmp_path, kernelbench):
+    """The real pool, sandbox and profile on the CPU: two suites' folders, one runner, one call; each
+    passing candidate comes back with its profile (on a CPU: the timeline and a notice saying why
+    there are no counters), the profiles started by the feed as the verdicts were written."""
+    from kernelwright.judge.target import DEVICE_FILE
+
+    config = JudgeConfig(time=False, trials=1, overrides={"batch_size": 4, "dim": 64})
+    relu = kernelbench / "level1" / "19_ReLU.py"
+    folders = [tmp_path / "suite_a" / "evals", tmp_path / "suite_b" / "evals"]
+    for index, folder in enumerate(folders):
+        write_request(folder, f"relu_{index}", relu, (CANDIDATES / "relu_correct.py").read_text(), config,
+                      profile=True)
+        (folder / DEVICE_FILE).write_text("{}")  # recorded already: no device probe here
+    done = subprocess.run([sys.executable, "-m", "kernelwright.judge.scheduling.batch", *map(str, folders),
+                           "--cpu-workers", "2", "--baseline-lanes", "0", "--profile-budget", "300"],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for index, folder in enumerate(folders):
+        verdict = read_verdicts(folder)[f"relu_{index}"]
+        assert verdict.status == "pass", verdict.error
+        assert verdict.profile["status"] == "partial" and verdict.stage_seconds["profile"] > 0
+        assert any("No CUDA device" in f["text"] for f in verdict.profile["findings"])
+        assert f"relu_{index}: profiled (partial" in done.stdout
+    assert "2 verdicts written" in done.stdout and "not profiled" not in done.stdout
