@@ -285,7 +285,8 @@ def test_the_option_reaches_the_runner(tmp_path, monkeypatch):
 _NO_TORCH = r"""
 import sys
 from pathlib import Path
-from kernelwright.judge import JudgeConfig, batch, baseline_lane
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.scheduling import batch, baseline_lane
 from kernelwright.judge.baseline import missing_kinds
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool
 from kernelwright.judge.api import SourceText
