@@ -5,9 +5,10 @@ coverage (issue 32, point 4: at most 120 s on one H100, every correct candidate 
         [--profile-budget 300] [--limit-s 540] [--before PATH] [--warm]
 
 The round: 6 problems (those of --candidates, default bench/candidates: KernelBench levels 1 and 2,
-a CUDA and a Triton candidate each), --per-problem candidates each (the recorded ones, then the
-reference run as a candidate, `ModelNew = Model`, then the recorded ones again with a comment that
-makes them another candidate: another build, another verdict), split over --suites evals folders as
+a CUDA and a Triton candidate each), --per-problem candidates each (the first recorded one (CUDA),
+the reference run as a candidate, `ModelNew = Model`, the other recorded ones (Triton), then the last
+again with a comment that makes it another candidate: another verdict, while Triton's own cache keeps
+its compilation), split over --suites evals folders as
 suites write them (a request per candidate, `"profile": true`, priority = its number in the problem,
 so each problem's first candidate is judged first), all judged by ONE runner:
 `python -m kernelwright.judge.scheduling.batch A B --profile-budget P` (baselines in its lane,
@@ -18,8 +19,9 @@ verdict and to last profile, from its log), the time of the first and last verdi
 seconds summed over the verdicts (`stage_seconds`: compile, reference, check, time, baselines,
 kernels, profile, wait_gpu, admission_wait, ...), the baselines measured vs read from the cache,
 and coverage: candidates profiled (profile status ok) / correct candidates, with the reference
-profiles collected vs reused (`profile.reference.origin`). The baseline cache is a fresh folder per
-call (cold, as a first round) unless --warm (the judge's cache: a later round).
+profiles collected vs reused (`profile.reference.origin`). The judge's cache (baselines, CUDA
+builds, reference outputs and profiles, the ncu metric list) is a fresh folder per round (cold, as a
+first round: the CUDA candidates are built in it) unless --warm (the judge's own cache: a later round).
 
 `--before PATH`: the same round judged first by the checkout at PATH (its own batch runner, a fresh
 copy of the folders and its own cold cache), then by this one: before/after in one call. A checkout
@@ -73,9 +75,8 @@ def round_requests(args: argparse.Namespace, root: Path) -> list[Path]:
         recorded = [p.read_text() for p in sorted(args.candidates.glob(f"{stem}__*.py"))]
         pool = recorded[:1] + [reference_source(problem.read_text())] + recorded[1:]
         for index in range(args.per_problem):
-            source = pool[index % len(pool)]
-            if index >= len(pool):
-                source += f"\n# round_speed: candidate {index} (another candidate: another build and verdict)\n"
+            source = pool[index] if index < len(pool) else \
+                pool[-1] + f"\n# round_speed: candidate {index} (another candidate: another verdict)\n"
             folder = folders[number % args.suites]
             write_request(folder, f"{stem}__c{index}", problem, source, profile=True, priority=index)
     return folders
