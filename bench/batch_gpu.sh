@@ -8,8 +8,8 @@
 #     tar -cf gpu-evidence/round1.tar gpu-evidence/*/evals
 # The script unpacks it into a scratch folder, runs `python -m kernelwright.judge.scheduling.batch` on every
 # evals folder at once (recording the device in each folder's device.json on first contact, the
-# peaks measured once, then judging every pending request, then profiling the passing candidates
-# whose requests ask for it, best first, within PROFILE_BUDGET_S seconds, default 150), all under
+# peaks measured once, then judging every pending request and profiling the passing candidates
+# whose requests ask for it as their verdicts come in, within PROFILE_BUDGET_S seconds, default 150), all under
 # LIMIT_S seconds (default 520), $KW_PER_GPU evaluations at once per GPU (default 4), with
 # $KW_BASELINE_LANES problems' baselines measured ahead at once (default 2; 0: off, each problem's
 # first candidate measures them); with KW_RETRY_ERRORS=1, requests whose verdict was a system error

@@ -19,6 +19,8 @@ per device and ncu, then read from the cache folder), their sum (ncu seconds), t
 (collection minus the program alone) and the whole profile; the share of the forward's GPU time
 ncu profiled, kernels picked / left out / not reached, latency-bound kernels with stall hot spots,
 and the share of the keys the findings read (`needs.keys_read`) that came back per profiled kernel.
+A judged case's profile also gets the reference's (judge/refprofile.py): `reference s` is what getting
+it took (collected by the problem's first judged case, read from the cache by the next ones).
 Coverage: candidates profiled (status ok) over correct candidates.
 
 `--before PATH`: a checkout of an earlier commit (e.g. `git worktree add /tmp/kw-before 2cd2c15`):
@@ -163,7 +165,8 @@ def seconds(profile: dict, plain: float) -> dict:
     overhead = round(sum(collections) - len(collections) * plain, 3) if collections else None
     return {"plain_s": plain, "ncu_s": ncu, "ncu_overhead_s": overhead, "collect_s": spent.get("ncu_stage1"),
             "import_s": spent.get("ncu_import"), "query_s": spent.get("ncu_query"),
-            "timeline_s": spent.get("timeline"), "total_s": spent.get("total")}
+            "timeline_s": spent.get("timeline"), "total_s": spent.get("total"),
+            "reference_s": spent.get("reference")}  # the reference's profile: collected, or read from the cache
 
 
 def run_case(case: dict, folder: Path, before: str) -> dict:
@@ -172,7 +175,8 @@ def run_case(case: dict, folder: Path, before: str) -> dict:
     plain = plain_seconds(case, folder)
     row = {"case": case["case"], "kind": case["kind"], "status": status, "profile": profile.get("status"),
            **seconds(profile, plain), **coverage(profile), "selection": profile.get("selection"), "shares": shares,
-           "findings": [f.get("text") for f in profile.get("findings") or []][:6]}
+           "findings": [f.get("text") for f in profile.get("findings") or []][:6],
+           "reference": (profile.get("reference") or {}).get("origin")}
     if before:  # both in a subprocess of their tree, from the same shares: the same method
         row["before"] = {"profile": (old := profile_in_tree(case, before, shares)).get("status"), **seconds(old, plain)}
         row["after"] = {"profile": (new := profile_in_tree(case, str(REPO), shares)).get("status"),
@@ -183,10 +187,11 @@ def run_case(case: dict, folder: Path, before: str) -> dict:
 def tables(rows: list[dict]) -> str:
     done = [r for r in rows if "error" not in r and "skipped" not in r]
     text = print_table([[r["case"], r["status"], r["profile"], fmt(r["plain_s"]), fmt(r["collect_s"]), fmt(r["ncu_s"]),
-                         fmt(r["ncu_overhead_s"]), fmt(r["total_s"]), fmt(r["covered"], ".0%"),
+                         fmt(r["ncu_overhead_s"]), fmt(r["total_s"]), fmt(r["reference_s"]), fmt(r["covered"], ".0%"),
                          f"{r['picked']}/{r['left_out']}/{r['missed']}", str(r["launches"]), r["hotspots"],
                          fmt(r["keys_back"], ".0%")] for r in done],
                        ["case", "verdict", "profile", "program s", "collect s", "ncu s", "ncu overhead s", "profile s",
+                        "reference s",
                         "GPU time profiled", "picked/left/missed", "launches", "hot spots", "keys back"])
     before = [r for r in done if "before" in r]
     if before:

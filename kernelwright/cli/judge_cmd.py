@@ -92,7 +92,9 @@ def judge_command(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds allowed per check/time stage"),
     no_time: bool = typer.Option(False, "--no-time", help="check correctness only"),
     rules: Optional[str] = typer.Option(None, "--rules", help=RULES_HELP),
-    batch: Optional[Path] = typer.Option(None, "--batch", help="judge every pending request in this folder"),
+    batch: Optional[list[Path]] = typer.Option(None, "--batch", help="judge every pending request in this folder "
+                                               "(repeatable: several folders, e.g. several suites', judged as one "
+                                               "queue by one runner)"),
     device: str = typer.Option("auto", "--device", help="auto, cuda or cpu"),
     profile_budget: float = typer.Option(300.0, "--profile-budget", help="with --batch: seconds for profiling "
                                          "passing candidates whose requests ask for it (0: none)"),
@@ -122,8 +124,8 @@ def judge_command(
         from kernelwright.cli.judge_daemon import serve as serve_daemon
 
         raise typer.Exit(serve_daemon(config, daemon_idle))
-    if batch is not None:
-        raise typer.Exit(run_batch_folder(batch, config, profile_budget, retry_errors, baseline_lanes))
+    if batch:
+        raise typer.Exit(run_batch_folders(batch, config, profile_budget, retry_errors, baseline_lanes))
     if retry_errors:
         raise typer.BadParameter("--retry-errors re-judges a batch folder: give --batch DIR")
     if problem is None or candidate is None:
@@ -170,18 +172,27 @@ def exit_code(verdict) -> int:
     return EXIT_FAIL
 
 
-def run_batch_folder(folder: Path, config, profile_budget: float = 300.0, retry_errors: bool = False,
-                     baseline_lanes: int = DEFAULT_LANES) -> int:
+def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0, retry_errors: bool = False,
+                      baseline_lanes: int = DEFAULT_LANES, pool=None) -> int:
+    """Judge every pending request of `folders` as one queue (one runner, one pool: the requests by
+    priority, the baseline lane over all their problems, then one profile pass round-robin over the
+    folders), as `python -m kernelwright.judge.scheduling.batch DIR...` does. `pool`: a JudgePool
+    (default: a new one from `config`)."""
     from kernelwright.judge.scheduling.batch import judge_folders, pending, system_errors
-    from kernelwright.judge.scheduling.pool import JudgePool
 
-    if not folder.is_dir():
-        console.print(f"[red]{folder}: not a folder[/]")
+    missing = [str(f) for f in folders if not f.is_dir()]
+    if missing:
+        console.print(f"[red]{', '.join(missing)}: not a folder[/]")
         return EXIT_USAGE
-    waiting, retried = len(pending(folder)), len(system_errors(folder)) if retry_errors else 0
-    console.print(f"{waiting} pending requests in {folder}"
-                  + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
-    judged = judge_folders([folder], JudgePool(config), config, profile_budget, log=console.print,
+    for folder in folders:
+        waiting, retried = len(pending(folder)), len(system_errors(folder)) if retry_errors else 0
+        console.print(f"{waiting} pending requests in {folder}"
+                      + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
+    if pool is None:
+        from kernelwright.judge.scheduling.pool import JudgePool
+
+        pool = JudgePool(config)
+    judged = judge_folders(list(folders), pool, config, profile_budget, log=console.print,
                            retry_errors=retry_errors, baseline_lanes=baseline_lanes)
     console.print(f"{len(judged)} verdicts written")
     return EXIT_PASS

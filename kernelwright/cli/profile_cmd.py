@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.console import Console
@@ -13,7 +14,8 @@ def profile(
     candidate: Path = typer.Argument(..., help="File defining ModelNew."),
     set_: list[str] = typer.Option([], "--set", help="Size override name=value (repeatable)."),
     no_ncu: bool = typer.Option(False, "--no-ncu", help="Timeline, compiler resources and SASS only."),
-    max_kernels: int = typer.Option(32, help="At most this many kernels replayed by ncu."),
+    max_kernels: Optional[int] = typer.Option(None, help="At most this many kernel launches replayed by ncu "
+                                              "(default: the judge's, ProfileConfig.max_kernels)."),
     timeout: float = typer.Option(300.0, help="Seconds per profiling subprocess."),
     artifacts: Path = typer.Option(None, help="Keep raw CSVs, cubins and SASS listings here."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -32,9 +34,9 @@ def profile(
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     env = {} if device == "cuda" else {"TRITON_INTERPRET": "1"}  # Triton kernels run interpreted on a CPU
-    config = ProfileConfig(use_ncu=not no_ncu, max_kernels=max_kernels, timeout_s=timeout, overrides=overrides,
-                           artifacts_dir=str(artifacts) if artifacts else None, device=device, env=env,
-                           shrink=device == "cpu")
+    bound = {} if max_kernels is None else {"max_kernels": max_kernels}  # else the one default the judge uses
+    config = ProfileConfig(use_ncu=not no_ncu, timeout_s=timeout, overrides=overrides, device=device, env=env,
+                           artifacts_dir=str(artifacts) if artifacts else None, shrink=device == "cpu", **bound)
     report = profile_candidate(problem, candidate, config)
     if json_out:
         typer.echo(report.to_json())

@@ -87,11 +87,11 @@ def cache_key(problem_path: str | os.PathLike, overrides: dict[str, Any], config
         "protocol": PROTOCOL,
     }
     if kind != "eager":
-        key["triton"] = _triton_version()
+        key["triton"] = triton_version()
     return key
 
 
-def _triton_version() -> str:
+def triton_version() -> str:
     try:
         from importlib.metadata import version
 

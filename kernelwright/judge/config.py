@@ -66,6 +66,10 @@ class JudgeConfig:
     mps: bool = True
     # extras: kernelwright.profile's report (timeline, ncu, findings) for a passing candidate
     profile: bool = False
+    # the per-kernel shares (`Verdict.kernels`) ncu's kernels are picked from when this evaluation does
+    # not time (the batch profile pass judges with time=False and passes the stored verdict's); None:
+    # the timing stage's, else the profile's own timeline
+    profile_kernels: dict[str, Any] | None = None
     cache_dir: str | None = None  # compile and baseline caches; default ~/.cache/kernelwright
     # the reference store (judge/refstore.py): a problem's reference outputs, computed once per settings;
     # an entry above the first is not stored (0: no store), the store keeps to the second in all

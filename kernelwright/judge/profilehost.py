@@ -10,7 +10,7 @@ which never runs candidate code, to start them:
 - `run`: the program (the profile runner) through `launch`, which confines itself afresh with the
   worker's rules and its own /proc entries, then becomes the program (same pid);
 - `collect`: Nsight Compute, composed here from validated data (sections, metrics, kernel names,
-  launch count: names only, no paths or options), writing its report into this supervisor's
+  launches skipped and counted: names and bounded numbers only, no paths or options), writing its report into this supervisor's
   folder (`trusted/profile/`, which candidate code cannot write), with `launch` + the runner as
   its target. ncu itself runs unconfined like the supervisor (it is NVIDIA's binary, started with
   the supervisor's environment and folder, so no file of the candidate's configures it); its
@@ -38,6 +38,7 @@ from . import launch, service
 
 OUTPUT_LIMIT = 1 << 20  # characters of a program's output sent back (the tail)
 MAX_RECORDED = 20  # launches kept in the supervisor's record
+MAX_LAUNCHES = 10000  # bound of a plan's launch count and of the launches skipped before them
 _SECTION = re.compile(r"^[A-Za-z0-9_]{1,80}$")
 _METRIC = re.compile(r"^[A-Za-z0-9_.]{1,200}$")
 _STAGE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -158,8 +159,8 @@ def _plan(data: Any) -> NcuPlan:
             raise ValueError(f"not a section or metric name: {value!r}")
     if any(not re.fullmatch(r"[A-Za-z_][\w:]*", n) for n in names):
         names = []  # collect_command's own rule: no filter rather than one ncu could read differently
-    launches = int(data.get("launch_count") or 1)
-    return NcuPlan(sections, metrics, max(1, min(launches, 10000)), names)
+    launches, skip = int(data.get("launch_count") or 1), int(data.get("launch_skip") or 0)
+    return NcuPlan(sections, metrics, max(1, min(launches, MAX_LAUNCHES)), names, max(0, min(skip, MAX_LAUNCHES)))
 
 
 def split_launch_line(output: str) -> tuple[str, dict[str, Any]]:

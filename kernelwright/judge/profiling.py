@@ -7,9 +7,12 @@ judge's supervisor those processes are started by the supervisor, each confined 
 budget, and through a stand-in interpreter (`cached_run`) that installs the judge's build cache in
 those processes, so a CUDA extension built and hashed for this verdict is loaded there, not built
 again. ncu profiles the kernels that take most of the time in the verdict's per-kernel split
-(`verdict.kernels`, from the timing stage), and the list of counters ncu offers is kept in the
-judge's cache folder. Whatever goes wrong, the verdict keeps everything else it holds: this returns
-a record that says why, and never raises.
+(`verdict.kernels`, from the timing stage; a batch profile job, which does not time, is given its
+stored verdict's in `config.profile_kernels`), and the list of counters ncu offers is kept in the
+judge's cache folder. A candidate whose kernels were profiled is compared with the reference's own
+kernels, profiled once per problem, target and software versions and kept in the same folder
+(`refprofile`, profile/reference.py). Whatever goes wrong, the verdict keeps everything else it
+holds: this returns a record that says why, and never raises.
 """
 from __future__ import annotations
 
@@ -28,10 +31,27 @@ def profile_report(problem_path, candidate_path, verdict, config, device: str) -
                                  device="cuda" if device.startswith("cuda") else "cpu",
                                  timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
                                  python=build_cache_python(), artifacts_dir=None, cache_dir=profile_cache(config))
-        return profile_candidate(problem_path, candidate_path, settings, executor=profile_executor(),
-                                 kernel_shares=getattr(verdict, "kernels", None) or None).to_dict()
+        executor = profile_executor()
+        report = profile_candidate(problem_path, candidate_path, settings, executor=executor,
+                                   kernel_shares=kernel_shares(verdict, config))
     except Exception as exc:  # noqa: BLE001 -- the verdict is already made: a profile must not unmake it
         return failed_record(f"the profile stopped: {type(exc).__name__}: {exc}")
+    if report.status == "ok":  # kernels with counters: they are compared with the reference's own
+        try:
+            from .refprofile import add_reference
+
+            add_reference(report, problem_path, dict(verdict.overrides), config.seed, settings, profile_candidate,
+                          executor, python_in=build_cache_python)
+        except Exception as exc:  # noqa: BLE001 -- the candidate's report stands without the reference's
+            report.notes.append(f"The reference's profile could not be added: {type(exc).__name__}: {exc}")
+    return report.to_dict()
+
+
+def kernel_shares(verdict, config) -> dict | None:
+    """The per-kernel split ncu's kernels are picked from: this verdict's (its timing stage), else the one
+    the evaluation was given (`config.profile_kernels`: a profile job of the batch runner, which does not
+    time, gets its stored verdict's), else None (the profile's own timeline)."""
+    return getattr(verdict, "kernels", None) or getattr(config, "profile_kernels", None) or None
 
 
 def failed_record(why: str) -> dict:

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .hot import SelectionLimits
+from .hot import MAX_LAUNCHES, SelectionLimits
 from .hotspots import HotSpot
 from .report import ProfileReport
 from .resources import ResourceReport
@@ -30,7 +30,7 @@ class ProfileConfig:
     warmup: int = 3
     calls: int = 3  # forwards recorded by the torch profiler
     ncu_calls: int = 1  # forwards run under ncu
-    max_kernels: int = 6  # --launch-count: at most this many kernel launches are replayed by ncu
+    max_kernels: int = MAX_LAUNCHES  # --launch-count: at most this many kernel launches are replayed by ncu
     hot_kernels: int = 3  # ncu profiles at most this many kernels (hot.py)...
     min_share: float = 0.05  # ...each taking at least this share of the GPU time (the hottest always)...
     cover: float = 0.8  # ...until those picked take this share of it

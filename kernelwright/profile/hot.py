@@ -29,6 +29,9 @@ from .parse import function_base
 
 _AGGREGATE = re.compile(r"^(\d+ )?other kernels$")  # a remainder (kernel_times.TOP): no names, only a sum
 _FUNCTION = re.compile(r"^[A-Za-z_]\w*$")
+# ncu replays at most this many launches (`--launch-count`) unless told otherwise: the one default of
+# the judge's profile (ProfileConfig.max_kernels) and of `kernelwright profile --max-kernels`
+MAX_LAUNCHES = 6
 VERDICT, TIMELINE, NONE = "verdict", "timeline", "none"
 
 
@@ -53,7 +56,7 @@ class SelectionLimits:
     hot_kernels: int = 3
     min_share: float = 0.05
     cover: float = 0.8
-    max_launches: int = 6
+    max_launches: int = MAX_LAUNCHES
     calls: int = 1  # forwards run under ncu
 
 

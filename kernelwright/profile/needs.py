@@ -1,8 +1,8 @@
 """What ncu collects, derived from what the profile's readers read: nothing else is requested.
 
 The readers are the bottleneck classification (`classify.py`), the findings (`findings.py`), the
-CSV parser's derived fields (`parse.py`: duration, registers, shared memory) and the stall hot
-spots (`hotspots.py`, which reads the source page). Their metric reads are short keys of
+CSV parser's derived fields (`parse.py`: duration, registers, shared memory), the comparison with the
+reference's kernels (`reference.py`) and the stall hot spots (`hotspots.py`, which reads the source page). Their metric reads are short keys of
 `metrics.ALIASES` written as string literals (`p.get("dram_pct")`, a tuple of `occ_limit_*` keys)
 or f-strings over a prefix (`p.get(f"stall_{r}")`), so the keys are found by scanning the readers'
 syntax trees: every string constant that is a key, and every f-string's constant prefix widened to
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import classify, findings, hotspots, parse
+from . import classify, findings, hotspots, parse, reference
 from .metrics import ALIASES, counters_for, sections_for
 
-READERS = (classify, findings, parse)  # modules whose metric reads decide the counters and sections
+READERS = (classify, findings, parse, reference)  # modules whose metric reads decide the counters and sections
 SOURCE_COUNTERS = "SourceCounters"  # the section that also gives the source page (with SASS patching)
 
 

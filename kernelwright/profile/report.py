@@ -50,6 +50,7 @@ class ProfileReport:
     dropped_metrics: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     selection: dict | None = None  # hot.KernelSelection.to_dict(): the kernels ncu profiled, those left out, why
+    reference: dict | None = None  # reference.summary(): the problem's Model profiled, its hot kernels' roofs
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
@@ -84,8 +85,18 @@ class ProfileReport:
         skipped = [*(self.selection or {}).get("left_out", []), *(self.selection or {}).get("missed", [])]
         if skipped:
             lines.append("- not profiled: " + ", ".join(f"`{k['name']}` {k['share']:.0%} ({k['why']})" for k in skipped))
+        if self.reference and self.reference.get("kernels"):
+            lines.append("- the reference (the problem's Model) on this GPU: " + ", ".join(
+                f"`{k['name']}` {k['share']:.0%} {k['bottleneck']}" + _roofs(k) for k in self.reference["kernels"]))
         if self.energy and self.energy.get("joules_per_call") is not None:
             lines.append(f"- energy {self.energy['joules_per_call'] * 1e3:.3f} mJ per call ({self.energy['method']})")
         if self.findings:
             lines += ["", "Findings:", self.findings_text()]
         return "\n".join(lines)
+
+
+def _roofs(kernel: dict) -> str:
+    """` (DRAM 85%, SM 12%)`: a reference kernel's counters of peak, as the summary shows them."""
+    shown = [f"{label} {kernel[key]:.0f}%" for key, label in (("dram_pct", "DRAM"), ("sm_pct", "SM"),
+                                                               ("tensor_pct", "tensor")) if kernel.get(key) is not None]
+    return f" ({', '.join(shown)})" if shown else ""

@@ -153,6 +153,20 @@ def test_the_profile_stages_run_through_the_supervisor(host, tmp_path):
     assert all(str(mine / "trusted" / "profile") in c for c in calls if c.startswith("--import"))
 
 
+def test_the_workers_plan_reaches_ncu_whole_launches_skipped_included(tmp_path):
+    from dataclasses import asdict
+
+    from kernelwright.profile.ncu import collect_command
+
+    asked = NcuPlan(["LaunchStats"], ["gpu__time_duration.sum"], 3, ["add_kernel"], launch_skip=2)
+    plan = _plan(json.loads(json.dumps(asdict(asked))))  # as the request carries it
+    assert plan == asked
+    cmd = collect_command("ncu", plan, tmp_path / "stage1", ["prog"])
+    assert cmd[cmd.index("--launch-skip") + 1] == "2" and cmd[cmd.index("--launch-count") + 1] == "3"
+    assert _plan({"launch_count": 2}).launch_skip == 0  # an older worker's plan: nothing skipped
+    assert _plan({"launch_skip": -5}).launch_skip == 0 and _plan({"launch_skip": 10**9}).launch_skip == 10000
+
+
 def test_the_launchers_line_is_taken_out_of_the_output():
     out, report = split_launch_line('==PROF== x\nkw-launch: {"active": true}\nhello\nkw-launch: {"active": false}\n')
     assert report == {"active": True} and out == '==PROF== x\nhello\nkw-launch: {"active": false}\n'

@@ -15,8 +15,8 @@ facts and its measured copy/matmul peaks, measured once per device and cached): 
 reads it to tell its agents where their code runs. It also times each reference a search asked for
 (`NAME.reference.json` -> `NAME.reference_timing.json`: eager and torch.compile times, the eager
 reference's kernels by share; judge/scheduling/reference_timing.py), so round 1's prompts have them. Requests that ask for a profile
-(`"profile": true`) are profiled after all are judged, best first, within --profile-budget
-(judge/scheduling/batch_profile.py).
+(`"profile": true`) are profiled as their verdicts come in, in the same pool, within
+--profile-budget; what is left after the last verdict, best first (judge/scheduling/batch_profile.py).
 
 While the requests are judged, a baseline lane (judge/scheduling/baseline_lane.py, --baseline-lanes N, default
 2, 0: off) measures the eager and torch.compile baselines of their problems ahead, first-judged
@@ -195,12 +195,13 @@ def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
 
 
 def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: JudgeConfig | None = None,
-              log=None, retry_errors: bool = False, baseline_lanes: int = 0) -> list[str]:
+              log=None, retry_errors: bool = False, baseline_lanes: int = 0, on_verdict=None) -> list[str]:
     """Judge every pending request in `folder` (or in each of a list of folders, together);
     returns the names judged (in completion order). `retry_errors`: requests whose verdict is a
     system error are judged again (the new verdict replaces it and says so); every other verdict
     is kept as it is. `baseline_lanes`: problems whose baselines are measured ahead at once
-    (judge/scheduling/baseline_lane.py; 0: none, each problem's first candidate measures them)."""
+    (judge/scheduling/baseline_lane.py; 0: none, each problem's first candidate measures them).
+    `on_verdict(request, verdict)` is called after each verdict is written (the profile feed)."""
 
     folders = [Path(f) for f in folder] if isinstance(folder, (list, tuple)) else [Path(folder)]
     jobs, paths, judged = [], [], []
@@ -225,6 +226,8 @@ def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: Ju
             judged.append(request_name(paths[index]))
             if log:
                 log(f"{request_name(paths[index])}: {verdict.status} ({verdict.stage})")
+            if on_verdict is not None:
+                on_verdict(paths[index], verdict)
     finally:
         if lane is not None:
             lane.stop()
@@ -320,17 +323,25 @@ def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None
     """What the runner does: record the device, time the references the searches asked for before
     their first prompt (judge/scheduling/reference_timing.py), judge every pending request (with
     `retry_errors`, also those whose verdict is a system error) while `baseline_lanes` measure their
-    problems' baselines ahead, then the profile pass."""
-    from .batch_profile import profile_pass
-
+    problems' baselines ahead and the passing candidates that asked are profiled as their verdicts
+    come in (`ProfileFeed`), then the profile pass over what is left, within what the budget left."""
+    from .batch_profile import ProfileFeed, profile_pass
     from .reference_timing import measure_folders
 
     for folder in folders:
         record_device(Path(folder), log)
     measure_folders([Path(f) for f in folders], pool, log)  # round 1 of the searches waits for these
-    judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors, baseline_lanes=baseline_lanes)
-    if profile_budget_s > 0:
-        profile_pass([Path(f) for f in folders], pool, base, profile_budget_s, log)
+    feed = ProfileFeed(pool, base, profile_budget_s, log) if profile_budget_s > 0 else None
+    try:
+        judged = run_batch(list(folders), pool, base, log=log, retry_errors=retry_errors,
+                           baseline_lanes=baseline_lanes, on_verdict=feed.offer if feed else None)
+    except BaseException:
+        if feed is not None:
+            feed.cancel()  # an interrupted runner starts no more profiles
+        raise
+    if feed is not None:
+        feed.finish()
+        profile_pass([Path(f) for f in folders], pool, base, feed.left(), log)
     return judged
 
 

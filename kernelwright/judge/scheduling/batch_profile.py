@@ -1,20 +1,26 @@
-"""The profile pass of a batch: profiles of passing candidates, best first, within a time budget.
+"""The profiles of a batch: passing candidates that asked for one, as their verdicts come in, within a budget.
 
 A search that evaluates through batch folders gets one GPU round trip per round, so the profiles
 its next prompts need (the nodes it will expand) must come back with the verdicts. A request may
-ask for one (`"profile": true`, written by the search within its run's profile budget); the runner
-first judges every request (correctness and timing need nothing else), then profiles the passing
-candidates that asked, fastest first and round-robin over folders (each problem's best is the node
-most likely expanded next), until `budget_s` is spent. The profile runs through the judge's own
-sandboxed worker (one trial, no timing, `config.profile`), whose report is added to the verdict
-already written; what the budget left out is said in the runner's log. A profile that fails, times
-out or cannot even start changes nothing in the verdict but its `profile`, which then says why
-(and `stage_seconds["profile"]`), and the pass goes on with the next candidate.
+ask for one (`"profile": true`, written by the search within its run's profile budget). While the
+runner judges, each passing candidate that asked gets its profile job submitted to the same pool
+as soon as its verdict is written (`ProfileFeed`: profiles interleaved with the judging, issue 32,
+point 1), until `budget_s` seconds after the first one started. After the last verdict, the runner
+waits for them, then `profile_pass` takes what is left (candidates whose verdicts were written by
+an earlier call, or that the budget left out): fastest first and round-robin over folders (each
+problem's best is the node most likely expanded next), within what the budget left. The profile
+runs through the judge's own sandboxed worker (one trial, no timing, `config.profile`; ncu picks its
+kernels from the stored verdict's per-kernel split, passed as `config.profile_kernels`), whose
+report is added to the verdict already written; what the budget left out is said in the runner's
+log. A profile that fails, times out or cannot even start changes nothing in the verdict but its
+`profile`, which then says why (and `stage_seconds["profile"]`), and the others go on.
 """
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import Future, wait
 from itertools import zip_longest
 from pathlib import Path
 
@@ -49,32 +55,137 @@ def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
     return sorted(found, key=lambda item: -_speed(item[1]))
 
 
-def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float) -> tuple[dict, float]:
-    """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none."""
+def profile_job(request: Path, base: JudgeConfig | None, left: float, shares: dict | None = None):
+    """The judge job that profiles `request`'s candidate: one trial, no timing, `config.profile`, at most
+    `left` seconds. `shares`: the stored verdict's per-kernel split, from which ncu picks its kernels
+    (the profile job does not time, so it has none of its own). Raises what reading the request raises."""
     from .batch import read_request
+
+    job = read_request(request, base)
+    settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
+    settings["timeout_s"] = min(job.config.timeout_s, left)
+    settings["profile_kernels"] = shares or None
+    job.config = JudgeConfig.from_dict(settings)
+    return job
+
+
+def profile_record(profiled: Verdict, started: float) -> tuple[dict, float]:
+    """(the verdict's new `profile`, the seconds it took) from the profile job's verdict."""
     from ..profiling import failed_record
 
-    start = time.monotonic()
-    try:
-        job = read_request(request, base)
-        settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
-        settings["timeout_s"] = min(job.config.timeout_s, left)
-        job.config = JudgeConfig.from_dict(settings)
-        profiled = pool.judge_many([job])[0]
-    except Exception as exc:  # noqa: BLE001 -- one candidate's profile must not stop the pass or touch its verdict
-        return failed_record(f"the profile run could not be made: {type(exc).__name__}: {exc}"), \
-            round(time.monotonic() - start, 3)
-    seconds = profiled.stage_seconds.get("profile", round(time.monotonic() - start, 3))
+    seconds = profiled.stage_seconds.get("profile", round(time.monotonic() - started, 3))
     if profiled.profile is not None:
         return profiled.profile, seconds
     why = profiled.error or f"its run ended {profiled.status} at {profiled.stage or 'start'} before the profile"
     return failed_record(f"the profile run failed: {why}"), seconds
 
 
-def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
-    """Profile what asked for it (see the module docstring); returns the names profiled."""
+def not_made(exc: BaseException, started: float) -> tuple[dict, float]:
+    from ..profiling import failed_record
+
+    return failed_record(f"the profile run could not be made: {type(exc).__name__}: {exc}"), \
+        round(time.monotonic() - started, 3)
+
+
+def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float,
+                 shares: dict | None = None) -> tuple[dict, float]:
+    """(the verdict's new `profile`, the seconds it took): the report, or a record of why there is none."""
+    start = time.monotonic()
+    try:
+        profiled = pool.judge_many([profile_job(request, base, left, shares)])[0]
+    except Exception as exc:  # noqa: BLE001 -- one candidate's profile must not stop the pass or touch its verdict
+        return not_made(exc, start)
+    return profile_record(profiled, start)
+
+
+def write_profile(request: Path, verdict: Verdict, record: tuple[dict, float], log=None) -> None:
+    """The verdict already written, with its profile (or why there is none) added: nothing else changes."""
     from ...files import atomic_write
     from .batch import request_name, verdict_path
+
+    verdict.profile, verdict.stage_seconds["profile"] = record
+    atomic_write(verdict_path(request), verdict.to_json())
+    if log:
+        log(f"{request_name(request)}: profiled ({verdict.profile.get('status', '?')}, "
+            f"{verdict.stage_seconds['profile']:.0f} s)")
+
+
+class ProfileFeed:
+    """Profiles started as the verdicts come in, interleaved with the judging (issue 32, point 1).
+
+    The runner offers each verdict it writes (`offer`); a passing candidate whose request asks for a
+    profile gets its profile job submitted to the same pool at once, so it queues with the candidates
+    still to judge (the profile holds the GPU alone while ncu runs, as a timing does, so it never
+    disturbs another's measurement) instead of waiting for the last verdict. Profiles are started
+    until `budget_s` seconds after the first was; what completes is written into its verdict at once
+    (a runner stopped later keeps it). `finish` waits for the profiles started, cancels those that
+    had not begun when the budget ran out (the pass after it counts them as not profiled)."""
+
+    def __init__(self, pool, base: JudgeConfig | None, budget_s: float, log=None):
+        self.pool, self.base, self.budget_s, self.log = pool, base, budget_s, log
+        self.first: float | None = None  # when the first profile was started
+        self.done: list[str] = []
+        self._running: dict[Future, tuple[Path, Verdict, float]] = {}
+        self._lock = threading.Lock()
+
+    def left(self) -> float:
+        """Seconds of the budget left (all of it before the first profile)."""
+        return self.budget_s - (0.0 if self.first is None else time.monotonic() - self.first)
+
+    def offer(self, request: Path, verdict: Verdict) -> None:
+        if not (verdict.passed and verdict.profile is None and wants_profile(request)) or self.left() < MIN_SECONDS:
+            return  # a candidate the budget leaves out stays unprofiled: the pass after `finish` says so
+        started = time.monotonic()
+        self.first = started if self.first is None else self.first
+        try:
+            future = self.pool.submit_job(profile_job(request, self.base, self.left(), verdict.kernels))
+        except Exception as exc:  # noqa: BLE001 -- one candidate's profile must not stop the runner or touch its verdict
+            self._write(request, verdict, not_made(exc, started))
+            return
+        with self._lock:
+            self._running[future] = (request, verdict, started)
+        future.add_done_callback(self._finished)
+
+    def _finished(self, future: Future) -> None:
+        with self._lock:
+            request, verdict, started = self._running.pop(future)
+        if future.cancelled():
+            return  # not started within the budget: still unprofiled, counted by the pass after `finish`
+        try:
+            record = profile_record(future.result(), started)
+        except Exception as exc:  # noqa: BLE001 -- the pool's own failure is not the candidate's
+            record = not_made(exc, started)
+        self._write(request, verdict, record)
+
+    def _write(self, request: Path, verdict: Verdict, record: tuple[dict, float]) -> None:
+        from .batch import request_name
+
+        with self._lock:
+            write_profile(request, verdict, record, self.log)
+            self.done.append(request_name(request))
+
+    def cancel(self) -> None:
+        """Cancel the profiles not started yet (an interrupted runner)."""
+        with self._lock:
+            futures = list(self._running)
+        for future in futures:
+            future.cancel()
+
+    def finish(self) -> list[str]:
+        """Wait for the profiles started (those not begun when the budget runs out are cancelled; one
+        running is bounded by its own timeout); the names profiled, in completion order."""
+        with self._lock:
+            futures = list(self._running)
+        wait(futures, timeout=max(0.0, self.left()))
+        for future in futures:
+            future.cancel()  # only those not started yet
+        wait([f for f in futures if not f.cancelled()])  # a cancelled pool future is never "notified": not waited on
+        return list(self.done)
+
+
+def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
+    """Profile what asked for it (see the module docstring); returns the names profiled."""
+    from .batch import request_name
 
     queues = [candidates(Path(f)) for f in folders]
     ordered = [item for row in zip_longest(*queues) for item in row if item is not None]
@@ -83,13 +194,9 @@ def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: 
         left = budget_s - (time.monotonic() - start)
         if left < MIN_SECONDS:
             if log:
-                log(f"profile budget of {budget_s:.0f} s spent: {len(ordered) - index} passing candidates "
-                    "not profiled")
+                log(f"profile budget spent ({max(budget_s, 0.0):.0f} s were left for this pass): "
+                    f"{len(ordered) - index} passing candidates not profiled")
             break
-        verdict.profile, verdict.stage_seconds["profile"] = _profile_one(request, pool, base, left)
-        atomic_write(verdict_path(request), verdict.to_json())
+        write_profile(request, verdict, _profile_one(request, pool, base, left, verdict.kernels), log)
         done.append(request_name(request))
-        if log:
-            log(f"{request_name(request)}: profiled ({verdict.profile.get('status', '?')}, "
-                f"{verdict.stage_seconds['profile']:.0f} s)")
     return done

@@ -25,10 +25,10 @@ class RecordingPool:
                         stage_seconds={"profile": 12.0}) for job in jobs]
 
 
-def write(folder, name, passed: bool, speedup: float, profile: bool):
+def write(folder, name, passed: bool, speedup: float, profile: bool, kernels: dict | None = None):
     request = write_request(folder, name, PROBLEM, "code", JudgeConfig(trials=5), profile=profile)
     verdict = Verdict(problem="p", candidate=name, status="pass" if passed else "fail", stage="done",
-                      speedup={"eager": speedup})
+                      speedup={"eager": speedup}, kernels=kernels)
     verdict_path(request).write_text(verdict.to_json())
 
 
@@ -46,6 +46,21 @@ def test_passing_candidates_that_asked_are_profiled_best_first_round_robin(tmp_p
     assert read_verdicts(a)["a2"].profile["bottleneck"] == "memory" and read_verdicts(a)["a4"].profile is None
     assert read_verdicts(a)["a2"].stage_seconds["profile"] == 12.0
     assert profile_pass([a, b], RecordingPool(), None, budget_s=600) == []  # done once
+
+
+SHARES = {"available": True, "kernels": [{"name": "gemm_kernel", "share": 0.9, "us_per_call": 9.0,
+                                          "launches_per_call": 1.0}]}
+
+
+def test_the_stored_verdicts_kernel_shares_pick_the_profile_jobs_kernels(tmp_path):
+    write(tmp_path, "timed", True, 2.0, True, kernels=SHARES)
+    write(tmp_path, "untimed", True, 1.0, True)  # a verdict without a split (a CPU verdict): none is made up
+    pool = RecordingPool()
+    assert profile_pass([tmp_path], pool, None, budget_s=600) == ["timed", "untimed"]
+    given = {job.name: job.config.profile_kernels for job in pool.jobs}
+    assert given == {"timed": SHARES, "untimed": None}
+    assert all(not job.config.time for job in pool.jobs)  # the job does not time: the shares are the stored ones
+    assert read_verdicts(tmp_path)["timed"].kernels == SHARES  # the verdict's own split is kept
 
 
 def test_no_budget_no_profiles(tmp_path):
@@ -98,3 +113,89 @@ def test_a_request_that_cannot_be_read_again_is_a_failed_profile_not_a_crash(tmp
     assert profile_pass([tmp_path], RecordingPool(), None, budget_s=600) == ["r1"]
     verdict = read_verdicts(tmp_path)["r1"]
     assert verdict.status == "pass" and "bad config" in verdict.profile["notes"][0]
+
+
+class FeedPool:
+    """Stands in for JudgePool.submit_job: futures the test completes, starts or leaves waiting."""
+
+    def __init__(self, fail_submit: bool = False):
+        from concurrent.futures import Future
+
+        self.futures: dict[str, Future] = {}
+        self.fail_submit = fail_submit
+        self._future = Future
+
+    def submit_job(self, job):
+        if self.fail_submit:
+            raise RuntimeError("the pool is closed")
+        self.futures[job.name] = future = self._future()
+        return future
+
+
+def profiled(name: str) -> Verdict:
+    return Verdict(problem="p", candidate=name, status="pass", stage="done",
+                   profile={"status": "ok", "findings": []}, stage_seconds={"profile": 7.0})
+
+
+def test_the_feed_starts_each_profile_as_its_verdict_comes_and_writes_it_when_done(tmp_path):
+    from kernelwright.judge.scheduling.batch_profile import ProfileFeed
+
+    write(tmp_path, "f1", True, 2.0, True, kernels=SHARES)
+    write(tmp_path, "f2", False, 0.0, True)  # failed: nothing to profile
+    write(tmp_path, "f3", True, 1.0, False)  # did not ask
+    pool, logged = FeedPool(), []
+    feed = ProfileFeed(pool, None, budget_s=600, log=logged.append)
+    for name, verdict in sorted(read_verdicts(tmp_path).items()):
+        feed.offer(tmp_path / f"{name}.request.json", verdict)
+    assert list(pool.futures) == ["f1"] and read_verdicts(tmp_path)["f1"].profile is None  # started, not done
+    pool.futures["f1"].set_result(profiled("f1"))  # completes while the runner goes on judging
+    assert read_verdicts(tmp_path)["f1"].profile["status"] == "ok" and logged == ["f1: profiled (ok, 7 s)"]
+    assert read_verdicts(tmp_path)["f1"].kernels == SHARES and feed.finish() == ["f1"]
+
+
+def test_the_feeds_budget_counts_from_its_first_profile_and_what_it_leaves_is_said(tmp_path, monkeypatch):
+    import threading
+
+    from kernelwright.judge.scheduling import batch_profile
+    from kernelwright.judge.scheduling.batch_profile import ProfileFeed
+
+    now = [1000.0]
+    monkeypatch.setattr(batch_profile.time, "monotonic", lambda: now[0])
+    for name in ("g1", "g2", "g3", "g4"):
+        write(tmp_path, name, True, 1.0, True)
+    verdicts = read_verdicts(tmp_path)
+    pool = FeedPool()
+    feed = ProfileFeed(pool, None, budget_s=100)
+    now[0] += 500  # judging before the first profile does not spend the budget
+    feed.offer(tmp_path / "g1.request.json", verdicts["g1"])
+    feed.offer(tmp_path / "g2.request.json", verdicts["g2"])
+    assert pool.futures["g1"].set_running_or_notify_cancel()  # g1 runs; g2 waits for a lane
+    now[0] += 80  # 20 s left: under MIN_SECONDS, no profile is started any more
+    feed.offer(tmp_path / "g3.request.json", verdicts["g3"])
+    assert list(pool.futures) == ["g1", "g2"]
+    threading.Timer(0.2, pool.futures["g1"].set_result, [profiled("g1")]).start()
+    now[0] += 30  # the budget is over: the waiting one is cancelled, the running one is waited for
+    assert feed.finish() == ["g1"] and pool.futures["g2"].cancelled()
+    logged = []
+    assert profile_pass([tmp_path], RecordingPool(), None, feed.left(), log=logged.append) == []
+    assert logged == ["profile budget spent (0 s were left for this pass): 3 passing candidates not profiled"]
+    assert [n for n, v in read_verdicts(tmp_path).items() if v.profile] == ["g1"]
+
+
+def test_a_feed_whose_pool_fails_leaves_the_verdicts_intact_and_says_why(tmp_path):
+    from kernelwright.judge.scheduling.batch_profile import ProfileFeed
+
+    write(tmp_path, "h1", True, 1.0, True)
+    write(tmp_path, "h2", True, 1.0, True)
+    before = read_verdicts(tmp_path)
+    ProfileFeed(FeedPool(fail_submit=True), None, 600).offer(tmp_path / "h1.request.json", before["h1"])
+    pool = FeedPool()
+    feed = ProfileFeed(pool, None, 600)
+    feed.offer(tmp_path / "h2.request.json", before["h2"])
+    pool.futures["h2"].set_exception(RuntimeError("the lane's worker died"))
+    after = read_verdicts(tmp_path)
+    assert "RuntimeError: the pool is closed" in after["h1"].profile["notes"][0]
+    assert "RuntimeError: the lane's worker died" in after["h2"].profile["notes"][0]
+    for name in ("h1", "h2"):
+        assert after[name].status == "pass" and after[name].speedup == before[name].speedup
+    assert feed.finish() == ["h2"]
