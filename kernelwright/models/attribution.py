@@ -4,6 +4,8 @@ submodules whose ranges (calls.py) enclose them.
 - Clock: on a GPU, the kernels' device time (each range's `device_time_total` sums the kernels its
   operators launched); on a CPU, each range's CPU time. The step's total is the forward's range
   plus every backward node, in the same clock.
+- Only host-side events are read: a range's device time is the kernels its operators launched
+  (its twin on the device timeline, a `gpu_user_annotation`, would count it twice).
 - Forward: each submodule's range, summed over its calls. Nested submodules are inside their
   parents' ranges: times are inclusive (regions.py picks regions that do not overlap).
 - Backward (`backward=True`): each autograd node (`autograd::engine::evaluate_function: ...`)
@@ -64,6 +66,14 @@ def _event_time(event, clock: str) -> float:
     return float(event.cpu_time_total)
 
 
+def _on_host(event) -> bool:
+    """A CPU-side event: with CUDA activity a range also appears on the device timeline (a
+    `gpu_user_annotation` of the same name), which would count its time twice."""
+    from torch.autograd import DeviceType
+
+    return getattr(event, "device_type", DeviceType.CPU) == DeviceType.CPU
+
+
 def _enclosing(event) -> list[str]:
     found, parent = [], event.cpu_parent
     while parent is not None:
@@ -78,6 +88,7 @@ def attribute(events, clock: str, repeat: int) -> tuple[float, dict[str, ModuleT
     modules: dict[str, ModuleTime] = defaultdict(ModuleTime)
     made_by: dict[int, list[str]] = {}  # forward sequence number -> enclosing submodules
     total = 0.0
+    events = [e for e in events if _on_host(e)]
     for e in events:
         if e.name.startswith(RANGE_PREFIX):
             modules[e.name[len(RANGE_PREFIX):]].forward_us += _event_time(e, clock) / repeat
