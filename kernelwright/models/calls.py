@@ -58,7 +58,7 @@ class ModuleCall:
     unsupported: str = ""  # why a problem file cannot reproduce this call
 
 
-def _literal(value: Any) -> str | None:
+def literal_repr(value: Any) -> str | None:
     """repr(value) when it reads back as the same value (a constant a problem file can hold)."""
     try:
         text = repr(value)
@@ -74,7 +74,7 @@ def describe_args(args: tuple, kwargs: dict) -> tuple[list[Arg], str]:
         if isinstance(value, torch.Tensor):
             described.append(Arg(name, tensor=TensorSpec.of(value)))
             continue
-        literal = _literal(value)
+        literal = literal_repr(value)
         if literal is None:
             where = f"argument {name!r}" if name else f"positional argument {len(described)}"
             return described, f"{where} is a {type(value).__name__}, neither a tensor nor a Python literal"

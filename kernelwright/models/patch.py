@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .calls import _literal
+from .calls import literal_repr
 from .problem_file import REGION_ATTR
 
 
@@ -44,7 +44,7 @@ class RegionAdapter(torch.nn.Module):
             return None
         for spec, value in list(zip(positional, args, strict=True)) + [(keywords[k], v) for k, v in kwargs.items()]:
             if "literal" in spec:
-                if isinstance(value, torch.Tensor) or _literal(value) != spec["literal"]:
+                if isinstance(value, torch.Tensor) or literal_repr(value) != spec["literal"]:
                     return None
             elif not (isinstance(value, torch.Tensor) and list(value.shape) == spec["shape"]
                       and str(value.dtype).removeprefix("torch.") == spec["dtype"]):

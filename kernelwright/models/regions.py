@@ -3,10 +3,10 @@
 - Candidates: every called submodule but the model itself and pure containers (`nn.Sequential`,
   `nn.ModuleList`, `nn.ModuleDict`, whose time is their children's); with `leaves`, only
   submodules without children.
-- Identical submodules (same structure and settings by `repr`, same call arguments, same mode: the
-  twelve blocks of a transformer) are one region with several instances: one problem, one
-  optimized `ModelNew`, put back at every instance with each instance's own weights. A region's
-  time is the sum over its instances.
+- Identical submodules (same `repr`, same tensors' names, shapes and dtypes, same plain settings
+  such as an `eps`, same call arguments, same mode: the twelve blocks of a transformer) are one
+  region with several instances: one problem, one optimized `ModelNew`, put back at every
+  instance with each instance's own weights. A region's time is the sum over its instances.
 - Ranked by time, taken greedily: a region none of whose instances is inside or around a region
   already taken (times are inclusive, so nested regions would count the same time twice). A
   region a problem cannot express (calls.py says why) is listed as skipped and its children stay
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from .attribution import StepProfile
-from .calls import ModuleCall
+from .calls import ModuleCall, literal_repr
 
 CONTAINERS = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
 
@@ -47,8 +47,18 @@ class Selection:
     skipped: list[dict] = field(default_factory=list)  # {"paths", "cls", "share", "reason"}
 
 
+def _settings(module: torch.nn.Module) -> list:
+    """What `repr` may leave out: every tensor's name, shape and dtype, and the plain settings
+    (numbers, strings, tuples of them: an `eps`, a head count) of the module and its children."""
+    tensors = [(k, list(v.shape), str(v.dtype)) for k, v in module.state_dict().items()]
+    plain = [(path, k, literal_repr(v)) for path, m in module.named_modules() for k, v in sorted(vars(m).items())
+             if not k.startswith("_") and k != "training" and literal_repr(v) is not None]
+    return [tensors, plain]
+
+
 def _signature(module: torch.nn.Module, record: ModuleCall) -> str:
-    return json.dumps([repr(module), [asdict(a) for a in record.args], record.training], sort_keys=True, default=str)
+    return json.dumps([repr(module), _settings(module), [asdict(a) for a in record.args], record.training],
+                      sort_keys=True, default=str)
 
 
 def _overlaps(path: str, taken: list[str]) -> bool:
