@@ -40,3 +40,6 @@ class ModelNew(nn.Module):
 WRONG = FAITHFUL.replace("_forward(self.region, x, 0.5)", "_forward(self.region, x, 1.0)")
 
 RENAMED = FAITHFUL.replace("self.region = _Block()", "self.body = _Block()").replace("self.region, x", "self.body, x")
+
+# the same outputs, but no gradient reaches `down.weight` (detached): only a gradient check sees it
+DETACHED = FAITHFUL.replace("block.down.weight.t()", "block.down.weight.detach().t()")

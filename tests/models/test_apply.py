@@ -61,6 +61,13 @@ def test_a_wrong_candidate_is_caught_by_the_judge_s_comparison(block_problem):
     assert "MISMATCH" in summary_text(report)
 
 
+def test_a_candidate_right_forward_wrong_gradients_fails_only_with_backward(block_problem):
+    forward, _ = apply_bests(SPEC, [best(block_problem, candidates.DETACHED)], device="cpu", time=False)
+    both, _ = apply_bests(SPEC, [best(block_problem, candidates.DETACHED)], backward=True, device="cpu", time=False)
+    assert forward.correct and not both.correct
+    assert "gradient of parameter blocks." in both.message and "down.weight" in both.message
+
+
 def test_weights_that_do_not_fit_leave_the_region_original(block_problem):
     report, patched = apply_bests(SPEC, [best(block_problem, candidates.RENAMED)], device="cpu", time=False)
     region = report.regions[0]
