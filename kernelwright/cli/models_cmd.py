@@ -71,6 +71,17 @@ def extract(
     (console if json_out else Console()).print(escape("\n".join(lines)))
 
 
+def _interpret_triton_without_gpu(device: str) -> None:
+    """Candidates' Triton kernels run here, in this process: without a GPU, under Triton's
+    interpreter (as the judge runs them on a CPU), set before Triton is first imported."""
+    import os
+
+    import torch
+
+    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def apply(
     spec: str = typer.Argument(..., metavar="MODEL_SPEC", help=SPEC_HELP),
     target: Path = typer.Argument(..., metavar="RUN_OR_SUITE", help="the run or suite that optimized the extracted problems"),
@@ -83,6 +94,7 @@ def apply(
     json_out: bool = typer.Option(False, "--json", help="print the report as JSON on stdout"),
 ) -> None:
     """Put each region's best correct candidate back into the model, verify it, time it end to end."""
+    _interpret_triton_without_gpu(device)
     from kernelwright.files import atomic_write
     from kernelwright.models import ModelSpecError
     from kernelwright.models.apply import apply_candidates, summary_text

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from .extract import resolve_device, to_device
-from .patch import RegionError, Replacement, make_adapter, patched_copy
+from .patch import CandidateCallError, RegionError, Replacement, make_adapter, patched_copy
 from .results import BestCandidate, best_candidates
 from .spec import BuiltModel, absolute_spec, build_model
 
@@ -186,9 +186,16 @@ def apply_bests(spec: str, bests: list[BestCandidate], inputs_spec: str | None =
             continue
         outcome.applied = True
         by_region.append((outcome, replacements))
-    every = [r for _, rs in by_region for r in rs]
-    patched = patched_copy(built.model, every)
-    verify(built.model, patched, built, every, config, device, backward, trials, report)
+    while True:  # a region whose candidate raises in the model is left original, the rest verified again
+        every = [r for _, rs in by_region for r in rs]
+        patched = patched_copy(built.model, every)
+        try:
+            verify(built.model, patched, built, every, config, device, backward, trials, report)
+            break
+        except CandidateCallError as exc:
+            failed = next(i for i, (_, rs) in enumerate(by_region) if any(r.path == exc.path for r in rs))
+            outcome, _ = by_region.pop(failed)
+            outcome.applied, outcome.error = False, f"it raised in the model: {exc}"
     for outcome, replacements in by_region:
         outcome.calls = sum(r.adapter.calls for r in replacements)
         outcome.fallbacks = sum(r.adapter.fallbacks for r in replacements)

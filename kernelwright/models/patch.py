@@ -25,11 +25,20 @@ class RegionError(Exception):
     """A region that cannot be put back (its candidate does not load, its weights do not fit)."""
 
 
+class CandidateCallError(Exception):
+    """A candidate raised when the model called it: the region it stands for is named."""
+
+    def __init__(self, path: str, exc: BaseException):
+        super().__init__(f"{path}: ModelNew raised {type(exc).__name__}: {exc}")
+        self.path = path
+
+
 class RegionAdapter(torch.nn.Module):
     """Stands where the region's submodule stood: the candidate for calls like the extracted one."""
 
-    def __init__(self, candidate: torch.nn.Module, original: torch.nn.Module, args: list[dict]):
+    def __init__(self, candidate: torch.nn.Module, original: torch.nn.Module, args: list[dict], path: str = ""):
         super().__init__()
+        self.path = path
         self.candidate = candidate
         self.__dict__["original"] = original  # not a submodule: see the module docstring
         self.args = args
@@ -60,7 +69,10 @@ class RegionAdapter(torch.nn.Module):
             self.fallbacks += 1
             return self.original(*args, **kwargs)
         self.calls += 1
-        return self.candidate(*tensors)
+        try:
+            return self.candidate(*tensors)
+        except Exception as exc:  # noqa: BLE001 -- the candidate's error: named with its region, not the model's
+            raise CandidateCallError(self.path, exc) from exc
 
 
 @dataclass
@@ -89,7 +101,7 @@ def make_adapter(model_new_cls: type, init_inputs: list, original: torch.nn.Modu
         candidate.to(device)
     candidate.train(original.training)
     names = {f"{path}.{k}": f"{path}.candidate.{REGION_ATTR}.{k}" for k, _ in original.named_parameters()}
-    return Replacement(path, RegionAdapter(candidate, original, args), names)
+    return Replacement(path, RegionAdapter(candidate, original, args, path), names)
 
 
 def patched_copy(model: torch.nn.Module, replacements: list[Replacement]) -> torch.nn.Module:

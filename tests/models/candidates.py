@@ -43,3 +43,6 @@ RENAMED = FAITHFUL.replace("self.region = _Block()", "self.body = _Block()").rep
 
 # the same outputs, but no gradient reaches `down.weight` (detached): only a gradient check sees it
 DETACHED = FAITHFUL.replace("block.down.weight.t()", "block.down.weight.detach().t()")
+
+# loads, holds the right weights, and fails when the model calls it
+RAISES = FAITHFUL.replace("return _forward(self.region, x, 0.5)", "raise RuntimeError('kernel launch failed')")

@@ -75,6 +75,13 @@ def test_weights_that_do_not_fit_leave_the_region_original(block_problem):
     assert type(patched.blocks[0]).__name__ == "Block" and report.correct  # nothing replaced: still the model
 
 
+def test_a_candidate_that_raises_in_the_model_is_left_out_and_the_rest_verified(block_problem, tmp_path):
+    report, patched = apply_bests(SPEC, [best(block_problem, candidates.RAISES)], device="cpu", time=False)
+    region = report.regions[0]
+    assert not region.applied and "it raised in the model" in region.error and "kernel launch failed" in region.error
+    assert report.correct and type(patched.blocks[0]).__name__ == "Block"
+
+
 def test_a_call_unlike_the_extracted_one_runs_the_original(block_problem):
     _, patched = apply_bests(SPEC, [best(block_problem, candidates.FAITHFUL)], device="cpu", time=False, trials=1)
     adapter = patched.blocks[0]
