@@ -13,7 +13,7 @@ runner = CliRunner()
 def test_every_command_is_registered():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("optimize", "judge", "baseline", "device-peaks", "tune", "profile", "runs", "skills", "mcp"):
+    for command in ("optimize", "judge", "baseline", "device-peaks", "tune", "profile", "extract", "apply", "runs", "skills", "mcp"):
         assert command in result.output
 
 

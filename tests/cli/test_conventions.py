@@ -78,6 +78,8 @@ BAD_INPUT = [
     (["optimize", "--resume", "."], "nothing to resume"),
     (["optimize"], "name a problem"),
     (["optimize", "p.py", "--no-such-flag"], "No such option"),
+    (["extract", "missing_model.py:build"], "no file"),
+    (["apply", "missing_model.py:build", "."], "holds no run"),
     (["optimize", str(REPO / "examples/problems/scale_bias_gelu.py"), "--config", "missing.toml"], "does not exist"),
 ]
 
@@ -110,7 +112,9 @@ NOT_USER_VARIABLES = {"KW_TUNE", "KW_PARAMS", "KW_ALIASES", "KW_BACKWARD", "KW_G
                       "KW_RLIMIT_AS_BYTES", "KW_JUDGE_SERVICE",
                       # the checker's handshake with the runner it starts: set by the judge, never by a user
                       "KW_RUNNER_FD", "KW_RUNNER_PID", "KW_RUNNER_PROBLEM", "KW_RUNNER_CANDIDATE", "KW_MPS_NOTE",
-                      "KW_RESULT_TOKEN"}
+                      "KW_RESULT_TOKEN",
+                      # constants of the problem files `kernelwright extract` writes (models/problem_file.py)
+                      "KW_MODEL_SPEC", "KW_SEARCH_PATH", "KW_REGION_PATH", "KW_REGION_PATHS", "KW_ARGS", "KW_SHARE"}
 
 
 def test_one_prefix_and_every_variable_documented():
