@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernelwright.judge import JudgeConfig  # noqa: E402
-from kernelwright.judge.api import SourceText  # noqa: E402
+from kernelwright.judge.request import SourceText  # noqa: E402
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool  # noqa: E402
 
 EXAMPLES = REPO / "examples"
