@@ -172,7 +172,8 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
     frozenset({"judge.api", "judge.checker.main", "judge.checker.stages.check", "judge.checker.stages.compile",
                "judge.checker.stages.context", "judge.checker.stages.finish", "judge.checker.stages.load",
-               "judge.checker.stages.profile", "judge.checker.stages.reference", "judge.checker.stages.time",
+               "judge.checker.stages.profile", "judge.checker.stages.reference", "judge.checker.stages.sweep",
+               "judge.checker.stages.time",
                "judge.scheduling.forkserver", "judge.supervisor"}):
         "the checker's stages import the judge's entry helpers lazily; the fork server starts the supervisor",
     frozenset({"judge.scheduling.batch", "judge.scheduling.batch_profile"}): "request helpers shared with the profile pass",

@@ -159,6 +159,10 @@ class Supervisor:
                 text = ""
         candidate.write_text(text)
         self.runner_candidate = candidate
+        if self.request.sweep:  # a sweep's instances, each its own file beside the candidate
+            from .sweep import write_instances
+
+            write_instances(self.runner, self.request.sweep)
         if self.request.problem_path:
             self.runner_problem = Path(self.request.problem_path)
         else:

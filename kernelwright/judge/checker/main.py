@@ -43,6 +43,7 @@ from .stages import check as check_stage
 from .stages import compile as compile_stage
 from .stages import finish, load
 from .stages import profile as profile_stage
+from .stages import sweep as sweep_stage
 from .stages import time as time_stage
 from .stages.context import Context, ResultWriter, read_text
 
@@ -215,6 +216,10 @@ def stages_in_order(ctx: Context) -> None:
     gpu = str(loaded.device).startswith("cuda")
     ctx.link = RunnerLink(ctx.runner.sock, loaded.device, self_time=gpu and bool(ctx.runner.mps_note),
                           timeout_s=ctx.config.timeout_s, runner_pid=ctx.runner.pid)
+    if ctx.request.sweep:  # many instances of one template in this evaluation (judge/sweep.py)
+        sweep_stage.run(ctx, loaded)
+        time_stage.end_runner(ctx)
+        return
     built = compile_stage.run(ctx, loaded)
     checked = check_stage.run(ctx, built) if built is not None else None
     if checked is None:
