@@ -230,8 +230,11 @@ def _summarize(name: str, match, template: Template, result: TuneResult, templat
     out.best_source = template.instantiate(best.params)
     out.best_verdict = verdict_of(best.measurement)
     note = f" [{best.measurement.note}]" if best.measurement.note else ""
-    out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged "
-                   f"({result.cost.cached} from the cache), best {best.measurement.time_ms:.4g} ms{note}")
+    cost = result.cost
+    how = (f"measured in {cost.judge_runs} judge evaluation(s) (swept, the fastest judged in full)"
+           if cost.judge_runs != cost.measured else "judged")
+    out.message = (f"template {template.name}: {len(result.trials)} instance(s) {how} "
+                   f"({cost.cached} from the cache), best {best.measurement.time_ms:.4g} ms{note}")
     return out
 
 
