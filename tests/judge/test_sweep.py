@@ -97,6 +97,17 @@ def test_a_runner_that_dies_ends_the_sweep_and_says_so():
     assert "configuration 1" in result.ended_early and result.configs[2].reason == result.ended_early
 
 
+def test_a_too_slow_instance_is_skipped_and_a_hanging_one_ends_the_sweep():
+    instances = [instance(128), instance(256, extra="import time; time.sleep(4)"),
+                 instance(512, extra="import time; time.sleep(600)"), instance(64)]
+    config = JudgeConfig(warmup_ms=1.0, rep_ms=5.0, min_reps=3, max_reps=20, timeout_s=20)
+    result, verdict = judge_sweep(PROBLEM, instances, config)
+    assert [c.status for c in result.configs] == [OK, "timed_out", "timed_out", NOT_RUN]
+    assert "would take longer than the 10 s allowed" in result.configs[1].reason  # skipped, the sweep went on
+    assert "configuration 2" in result.ended_early and verdict.process.timed_out is False  # the checker noticed
+    assert "no answer within 10 s" in result.configs[2].reason  # half of timeout_s: before the stage clock
+
+
 def test_an_evaluation_killed_mid_sweep_names_the_configuration_it_was_in():
     running = SweepResult(configs=[ConfigResult(0, {"B": 1}, status=OK, time_ms=1.0),
                                    ConfigResult(1, {"B": 2}, status=RUNNING), ConfigResult(2, {"B": 3})])

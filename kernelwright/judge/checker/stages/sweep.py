@@ -22,6 +22,7 @@ from .records import Built, Checked, Loaded
 
 _perf_counter = time.perf_counter  # captured before candidate code can replace it
 CALL_TIMEOUT_SHARE = 0.5  # of timeout_s: one call's limit in a sweep
+TIME_BUDGET_SHARE = 0.5  # of timeout_s: a configuration's timed calls, judged from the first (the stage clock's is timeout_s)
 
 
 class Skip(Exception):
@@ -49,7 +50,7 @@ def run(ctx: Context, loaded: Loaded) -> None:
     shared: dict = {}  # the reference model the timed calls compare with, built once for all instances
     for config, instance in zip(record.configs, instances, strict=True):
         one(ctx, loaded, record, config, instance.source, sweep.instance_path(folder, config.index), shared)
-        if config.status in (sweep.CRASHED, sweep.TIMED_OUT):
+        if ctx.runner.finished:  # it died, or hung and was killed: the next instance has no process
             record.ended_early = (f"the runner died at configuration {config.index} ({config.status}): the "
                                   "configurations after it were not run; send them again in a new sweep")
             break
@@ -91,10 +92,14 @@ def one(ctx: Context, loaded: Loaded, record, config, source: str, path: Path, s
     except Skip as skip:
         config.status, config.reason = skip.status, skip.reason
     except RunnerGone as exc:
-        hung = "no answer within" in str(exc)
-        config.status = sweep.TIMED_OUT if hung else sweep.CRASHED
-        config.reason = ctx.runner.death(str(exc))
-        ctx.runner.kill()  # a hung runner is not left holding the device; a dead one is reaped
+        if "no answer within" in str(exc):  # hung: killed now, not left holding the device
+            ctx.runner.kill()
+            config.status = sweep.TIMED_OUT
+            config.reason = (f"no answer within {ctx.link.timeout_s:g} s: the instance hangs or is far too slow; "
+                             "its process was killed")
+        else:
+            config.status, config.reason = sweep.CRASHED, ctx.runner.death(str(exc))
+            ctx.runner.kill()
         ctx.runner.finished = True
     config.seconds = round(_perf_counter() - started, 3)
 
@@ -149,7 +154,7 @@ def timed(ctx: Context, mine: Context, checked: Checked, shared: dict):
     """One repeat of the judge's timed calls, the device held exclusively; then the timed calls'
     work against the recorded trial's (`observed_work`)."""
     from ... import sweep
-    from ..timed_calls import TimedCallFailed, TimedCalls
+    from ..timed_calls import TimedCallFailed, TimedCalls, TooSlowToTime
 
     loaded, built = checked.loaded, checked.built
     if ctx.modules.get("timing") is None:
@@ -157,13 +162,15 @@ def timed(ctx: Context, mine: Context, checked: Checked, shared: dict):
     ctx.writer.stage(ctx.verdict, "time")
     calls = TimedCalls(built.link, loaded, ctx.config,
                        share=lambda inputs, grads: check_stage.share(mine, built, inputs, grads),
-                       reference=shared.get("reference"))
+                       reference=shared.get("reference"), budget_ms=TIME_BUDGET_SHARE * ctx.config.timeout_s * 1e3)
     try:
         with ctx.on_device(loaded.lock, "exclusive"), ctx.timer("time"):
             stats, flags = calls.measure()
             observed = built.link.report()
     except TimedCallFailed as exc:
         raise Skip(sweep.FAILED, f"ModelNew.forward (while being timed): {exc}") from exc
+    except TooSlowToTime as exc:
+        raise Skip(sweep.TIMED_OUT, str(exc)) from exc
     finally:
         shared["reference"] = calls.reference
     for flag in flags + time_stage.observed_work(mine, checked, observed):
