@@ -133,6 +133,10 @@ def one_problem(rel: str, args) -> dict:
     return row
 
 
+def _n(value) -> str:
+    return "-" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| problem | configurations in one sweep | timed | sweep s | s / configuration | full evaluation s "
              "| sweep ms vs full ms (fastest) | tuned best ms, sweeps (configs) | tuned best ms, one per evaluation "
@@ -145,10 +149,11 @@ def markdown(rows: list[dict]) -> str:
         full_s = sum(f["wall_s"] for f in full) / len(full) if full else None
         first = full[0] if full else {}
         swept, single = tuning[0], tuning[1]
-        lines.append(f"| {row['problem']} | {sweep['configurations']} | {sweep['timed']} | {sweep['wall_s']} "
-                     f"| {sweep['s_per_configuration']} | {full_s if full_s is None else round(full_s, 1)} "
-                     f"| {first.get('sweep_ms')} vs {first.get('full_ms')} "
-                     f"| {swept['best_ms']} ({swept['configurations']}) | {single['best_ms']} ({single['configurations']}) |")
+        lines.append(f"| {row['problem']} | {sweep['configurations']} | {sweep['timed']} | {_n(sweep['wall_s'])} "
+                     f"| {_n(sweep['s_per_configuration'])} | {_n(full_s)} "
+                     f"| {_n(first.get('sweep_ms'))} vs {_n(first.get('full_ms'))} "
+                     f"| {_n(swept['best_ms'])} ({swept['configurations']}) "
+                     f"| {_n(single['best_ms'])} ({single['configurations']}) |")
     return "\n".join(lines) + "\n"
 
 
