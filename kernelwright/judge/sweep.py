@@ -42,7 +42,9 @@ NOT_RUN = "not_run"  # the sweep ended before it (the runner died earlier)
 RUNNING = "running"  # in progress when the record was written (a killed evaluation leaves it)
 STATUSES = (OK, BUILD_ERROR, FAILED, REJECTED, CRASHED, TIMED_OUT, NOT_RUN, RUNNING)
 
-INSTANCE_FOLDER = "instances"  # in the runner's folder: one file per instance
+# under the evaluation's scratch folder, one file per instance: the runner reads them, and cannot
+# write there (its only writable folder is its own), so no instance rewrites a later one
+INSTANCE_FOLDER = "instances"
 TIMING_NOTE = ("one repeat of the judge's timed calls per configuration (a full evaluation takes the lower of two "
                "agreeing repeats of up to four): sweep times rank configurations, they are not verdicts")
 

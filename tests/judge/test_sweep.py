@@ -97,6 +97,20 @@ def test_a_runner_that_dies_ends_the_sweep_and_says_so():
     assert "configuration 1" in result.ended_early and result.configs[2].reason == result.ended_early
 
 
+def test_an_instance_cannot_rewrite_the_next_one():
+    # at import, the first instance tries to replace the second one's file with a wrong kernel
+    rewrite = ("from pathlib import Path\n"
+               "LOG = []\n"
+               "try:\n"
+               "    Path(__file__).with_name('instance_0001.py').write_text('raise SystemExit(9)')\n"
+               "except OSError as exc:\n"
+               "    LOG.append(exc)\n")
+    result, verdict = judge_sweep(PROBLEM, [instance(128, head=rewrite), instance(256)], FAST)
+    if not verdict.process.confined:
+        pytest.skip("no filesystem confinement on this machine (Landlock)")
+    assert [c.status for c in result.configs] == [OK, OK], [(c.status, c.reason) for c in result.configs]
+
+
 def test_a_too_slow_instance_is_skipped_and_a_hanging_one_ends_the_sweep():
     instances = [instance(128), instance(256, extra="import time; time.sleep(4)"),
                  instance(512, extra="import time; time.sleep(600)"), instance(64)]

@@ -38,8 +38,9 @@ def run(ctx: Context, loaded: Loaded) -> None:
     from ... import sweep
 
     instances = sweep.parse_instances(ctx.request.sweep)
-    folder = Path(ctx.runner.candidate_path).parent
-    if ctx.runner.process is not None:  # a runner this process started: the instances are ours to write
+    folder = ctx.runner.instances  # written by the supervisor where the runner may read but not write
+    if folder is None:  # a runner this process started (no supervisor): the instances are ours to write
+        folder = Path(ctx.runner.candidate_path).parent
         sweep.write_instances(folder, ctx.request.sweep)
     record = sweep.SweepResult(configs=[sweep.ConfigResult(i, item.params) for i, item in enumerate(instances)],
                                device=str(loaded.device))
