@@ -27,6 +27,7 @@ Stdlib only: the records travel inside the verdict (`Verdict.sweep`) as plain da
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,20 @@ STATUSES = (OK, BUILD_ERROR, FAILED, REJECTED, CRASHED, TIMED_OUT, NOT_RUN, RUNN
 INSTANCE_FOLDER = "instances"
 TIMING_NOTE = ("one repeat of the judge's timed calls per configuration (a full evaluation takes the lower of two "
                "agreeing repeats of up to four): sweep times rank configurations, they are not verdicts")
+
+
+# errors CUDA reports after the fact, which leave the process's context unusable: a runner that
+# reported one cannot judge the next instance (agents/repairer.py reads the same errors for the model)
+_CONTEXT_FAULT = re.compile(
+    r"an illegal memory access was encountered|misaligned address|device-side assert triggered|"
+    r"unspecified launch failure|an illegal instruction was encountered|"
+    r"cudaErrorIllegalAddress|cudaErrorMisalignedAddress|cudaErrorLaunchFailure|cudaErrorAssert",
+    re.IGNORECASE)
+
+
+def breaks_context(reason: str) -> bool:
+    """Whether a configuration's failure left its CUDA context broken (the sweep cannot go on there)."""
+    return bool(_CONTEXT_FAULT.search(reason or ""))
 
 
 @dataclass

@@ -13,9 +13,14 @@ Cost: a batch of N new configurations costs two judge evaluations (`runs_for`): 
 winner's judgement (three when the winner fails and the runner-up is judged). A sweep whose runner
 died (a crash, a hang) left the configurations after it unrun: they go into another sweep (one
 more evaluation), at most `resends` times while each one gets further.
+
+A sweep runs in its own sandboxed evaluation, not through a shared `JudgePool` (whose GPU memory
+admission it does not join; its checker still takes the device lock to time alone); the full
+judgements go through the pool when there is one, as `JudgeEvaluator`'s do.
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +79,8 @@ class SweepEvaluator(JudgeEvaluator):
         left = list(range(len(configs)))
         for attempt in range(self.resends + 1):
             instances = [SweepInstance(configs[i], template.instantiate(configs[i])) for i in left]
-            result, verdict = judge_sweep(self.problem_path, instances, self.config)
+            with self.waiting() if self.waiting is not None else contextlib.nullcontext():
+                result, verdict = judge_sweep(self.problem_path, instances, self.config)
             self.sweeps.append(result)
             device_s, judge_s = verdict_seconds(verdict)
             for k, (i, found) in enumerate(zip(left, result.configs, strict=True)):

@@ -137,3 +137,10 @@ def test_malformed_sweep_requests_are_refused_clearly():
         parse_instances([])
     with pytest.raises(ValueError, match="instance 0"):
         parse_instances([{"params": {}, "source": 3}])
+
+
+def test_a_fault_that_breaks_the_cuda_context_is_recognised():
+    from kernelwright.judge.sweep import breaks_context
+
+    assert breaks_context("ModelNew.forward raised RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert not breaks_context("trial 0 (given inputs): output differs from the reference in 3 of 8 elements")

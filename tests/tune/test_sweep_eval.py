@@ -136,3 +136,19 @@ def test_a_budget_of_evaluations_stops_before_a_sweep_it_cannot_pay():
     result = tune(template, counting, strategy="exhaustive", batch=8, max_runs=5, limits=H100_SXM)
     # 2 + 2 evaluations for two sweeps of 8; the fifth pays for one configuration judged alone
     assert counting.batches == [8, 8, 1] and len(result.trials) == 17
+
+
+def test_configurations_a_dying_runner_left_unrun_go_into_another_sweep(problem, tmp_path):
+    source = (TEMPLATE.replace('"CLAMP": [0, 1]}', '"CLAMP": [0, 1], "EXIT": [0, 1]}')
+              .replace('"CLAMP": 0}', '"CLAMP": 0, "EXIT": 0}')
+              .replace("        x = x.contiguous()\n", "        if KW_PARAMS['EXIT']:\n            import os\n"
+                       "            os._exit(3)\n        x = x.contiguous()\n"))
+    template = parse_template(source, name="relu_exit")
+    configs = [{**config(128, delay=100), "EXIT": 0}, {**config(256), "EXIT": 1}, {**config(512), "EXIT": 0}]
+    evaluator = SweepEvaluator(problem, FAST, workdir=tmp_path / "work")
+    found = evaluator.evaluate(template, configs)
+    assert len(evaluator.sweeps) == 2 and evaluator.sweeps[0].ended_early  # the second sweep took the rest
+    assert [c.params for c in evaluator.sweeps[1].configs] == [configs[2]]
+    assert found[1].status == FAIL and "crashed in a sweep" in found[1].error and "code 3" in found[1].error
+    assert found[2].status == PASS and found[0].status == SWEPT  # 512 without delay: the winner, judged in full
+    assert sum(m.runs for m in found) == 3  # two sweeps and one full judgement

@@ -52,8 +52,9 @@ def run(ctx: Context, loaded: Loaded) -> None:
     for config, instance in zip(record.configs, instances, strict=True):
         one(ctx, loaded, record, config, instance.source, sweep.instance_path(folder, config.index), shared)
         if ctx.runner.finished:  # it died, or hung and was killed: the next instance has no process
-            record.ended_early = (f"the runner died at configuration {config.index} ({config.status}): the "
-                                  "configurations after it were not run; send them again in a new sweep")
+            record.ended_early = (f"the runner died or was ended at configuration {config.index} ({config.status}"
+                                  f"{': its CUDA context was broken' if sweep.breaks_context(config.reason) else ''}"
+                                  "): the configurations after it were not run; send them again in a new sweep")
             break
     for config in record.configs:
         if config.status == sweep.NOT_RUN and not config.reason:
@@ -92,6 +93,9 @@ def one(ctx: Context, loaded: Loaded, record, config, source: str, path: Path, s
         config.reason = stats.note
     except Skip as skip:
         config.status, config.reason = skip.status, skip.reason
+        if str(loaded.device).startswith("cuda") and sweep.breaks_context(skip.reason):
+            ctx.runner.kill()  # its CUDA context is unusable: the next instance gets a fresh process
+            ctx.runner.finished = True
     except RunnerGone as exc:
         if "no answer within" in str(exc):  # hung: killed now, not left holding the device
             ctx.runner.kill()
