@@ -100,8 +100,7 @@ def one(ctx: Context, loaded: Loaded, record, config, source: str, path: Path, s
         if "no answer within" in str(exc):  # hung: killed now, not left holding the device
             ctx.runner.kill()
             config.status = sweep.TIMED_OUT
-            config.reason = (f"no answer within {ctx.link.timeout_s:g} s: the instance hangs or is far too slow; "
-                             "its process was killed")
+            config.reason = f"{exc}: the instance hangs or is far too slow; its process was killed"
         else:
             config.status, config.reason = sweep.CRASHED, ctx.runner.death(str(exc))
             ctx.runner.kill()
@@ -118,7 +117,9 @@ def build(ctx: Context, mine: Context, loaded: Loaded, source: str, path: Path) 
         raise Skip(sweep.REJECTED, "; ".join(f"line {f.line}: uses {f.what}: {f.why}" for f in findings))
     link = ctx.link
     with ctx.on_device(loaded.lock, "shared"), ctx.timer("compile"):
-        reply = link.load(**compile_stage.load_fields(ctx, loaded, path))
+        # an extension may build here: half of the compile stage's clock, not of a call's
+        reply = link.load(timeout=CALL_TIMEOUT_SHARE * ctx.config.compile_timeout_s,
+                          **compile_stage.load_fields(ctx, loaded, path))
         if not reply.get("ok"):
             result = compile_stage.compile_result(mine, reply.get("compile"))
             message = str(reply.get("error") or "the instance did not load")
