@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kernelwright.judge import JudgeConfig
+from kernelwright.tune.cache import TuneCache
 from kernelwright.tune.evaluate import ERROR, FAIL, PASS, SWEPT, Measurement
 from kernelwright.tune.hardware import H100_SXM
 from kernelwright.tune.sweep_eval import SweepEvaluator
@@ -87,7 +88,8 @@ def problem(tmp_path):
 def test_a_sweep_skips_failures_and_only_its_fully_judged_winner_can_be_best(problem, tmp_path):
     template = parse_template(TEMPLATE, name="relu")
     configs = [config(128, delay=100), config(256, wrong=1), config(1024), config(512, delay=200), config(256)]
-    evaluator = SweepEvaluator(problem, FAST, workdir=tmp_path / "work")
+    cache = TuneCache(tmp_path / "cache.sqlite")
+    evaluator = SweepEvaluator(problem, FAST, workdir=tmp_path / "work", cache=cache)
     result = tune(template, evaluator, strategy="exhaustive", batch=len(configs), max_runs=2, limits=H100_SXM,
                   first=configs, budget=len(configs))
     by = {tuple(t.params.values()): t.measurement for t in result.trials}
@@ -100,6 +102,8 @@ def test_a_sweep_skips_failures_and_only_its_fully_judged_winner_can_be_best(pro
     assert len(winner.verdict["trials"]) == FAST.trials and winner.verdict["timing"]["median_ms"] > 0
     assert "sweep:" in winner.note and winner.verdict.get("sweep") is None  # its verdict is a full one
     assert result.best.measurement is winner
+    stored = cache.get(template.hash, winner.params, evaluator.device, evaluator.sizes, evaluator.context)
+    assert stored["status"] == PASS and stored["verdict"] == winner.verdict  # the full verdict is what is kept
     for other in (by[(128, 0, 100, 0)], by[(512, 0, 200, 0)]):
         assert other.status == SWEPT and other.value > 0 and not other.ok and other.verdict is None
     assert result.cost.judge_runs == 2 and result.cost.evaluations == 5  # the budget's unit, and what it cost
