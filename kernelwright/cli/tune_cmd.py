@@ -39,6 +39,8 @@ def tune_command(
     budget: Optional[int] = typer.Option(None, "--budget", "-b",
                                          help="most instances to judge (default: all feasible)"),
     workers: int = typer.Option(1, "--workers", "-j", help="instances judged at once"),
+    sweep: int = typer.Option(0, "--sweep", help="benchmark N configurations inside one judge evaluation and "
+                              "judge each batch's fastest in full; --budget then counts judge evaluations"),
     seed: int = typer.Option(0, "--seed", help="seed of the random and optuna strategies"),
     settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
     device: str = typer.Option("auto", "--device", help="auto | cuda | cpu"),
@@ -61,7 +63,7 @@ def tune_command(
         console.print(f"[red]{escape(str(exc))}[/]")
         raise typer.Exit(EXIT_USAGE) from None
     raise typer.Exit(_run(template, template_path, problem, config, strategy, budget, workers, seed,
-                          out, no_cache, prune_only, json_out))
+                          out, no_cache, prune_only, json_out, sweep=sweep))
 
 
 def _judge_config(settings: list[str], device: str, rules: str | None = None):
@@ -105,7 +107,7 @@ def _load(template_path: str, problem: Path, config):
 
 
 def _run(template, template_path, problem, config, strategy, budget, workers, seed, out, no_cache,
-         prune_only, json_out) -> int:
+         prune_only, json_out, sweep: int = 0) -> int:
     from kernelwright.tune.cache import TuneCache
     from kernelwright.tune.evaluate import JudgeEvaluator
     from kernelwright.tune.prune import prune_space
@@ -115,15 +117,25 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
         report = prune_space(template)
         _print_prune(report, template)
         return EXIT_PASS if report.feasible else EXIT_NONE
-    evaluator = JudgeEvaluator(problem, config, workers=workers, cache=None if no_cache else TuneCache())
+    cache = None if no_cache else TuneCache()
+    runs, batch = None, workers
+    if sweep > 1:  # the budget counts judge evaluations: a sweep and its winner's judgement are two
+        from kernelwright.tune.autopilot import sweep_budget
+        from kernelwright.tune.sweep_eval import SweepEvaluator
+
+        evaluator = SweepEvaluator(problem, config, workers=workers, cache=cache)
+        runs, budget, batch = budget, sweep_budget(budget, sweep), sweep
+    else:
+        evaluator = JudgeEvaluator(problem, config, workers=workers, cache=cache)
+
     def show(trial) -> None:
         if not json_out:
             changed = {k: v for k, v in trial.params.items() if template.defaults.get(k) != v} or "defaults"
             console.print(f"{trial.index:>3}  {changed}  {escape(trial.measurement.summary())}", highlight=False)
 
     try:
-        result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget, seed=seed, batch=workers,
-                                first=[template.defaults], on_result=show)
+        result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget, seed=seed, batch=batch,
+                                first=[template.defaults], on_result=show, max_runs=runs)
     except ValueError as exc:  # e.g. a strategy whose package is missing
         console.print(f"[red]{escape(str(exc))}[/]")
         return EXIT_USAGE

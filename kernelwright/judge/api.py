@@ -26,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import sandbox, trusted
 from .config import JudgeConfig
@@ -176,6 +177,28 @@ def judge(problem, candidate, config: JudgeConfig | None = None, *, env: dict[st
     finally:
         if not os.environ.get("KW_KEEP_SCRATCH"):
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def judge_sweep(problem, instances: list, config=None, *, env: dict[str, str] | None = None,
+                scratch_root: str | Path | None = None, launcher=None) -> tuple[Any, Verdict]:
+    """Benchmark `instances` of one template against `problem` (a path or `api.SourceText`) in ONE
+    sandboxed evaluation; (the sweep's record, the evaluation's verdict). Never raises for bad
+    instances: a configuration the evaluation did not finish is `running` in the verdict it left,
+    and is recorded here as timed out or crashed (the evaluation's error says which)."""
+    from .sweep import settle, sweep_config
+
+    if not instances:
+        raise ValueError("a sweep needs at least one instance")
+    config = sweep_config(config or JudgeConfig())
+    scratch = Path(tempfile.mkdtemp(prefix="kw-sweep-", dir=scratch_root))
+    try:
+        request = make_request(problem, SourceText(instances[0].source, "sweep"), config, scratch)
+        request.sweep = [{"params": dict(i.params), "source": i.source} for i in instances]
+        verdict = run_request(request, config, scratch, env, launcher=launcher)
+    finally:
+        if not os.environ.get("KW_KEEP_SCRATCH"):
+            shutil.rmtree(scratch, ignore_errors=True)
+    return settle(instances, verdict), verdict
 
 
 def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: dict[str, str] | None,

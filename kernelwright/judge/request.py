@@ -44,6 +44,9 @@ class JudgeRequest:
     candidate_path: str | None = None
     candidate_source: str | None = None
     candidate_name: str = "candidate"
+    # a sweep (judge/sweep.py): instances of one template, [{"params": {...}, "source": "..."}, ...],
+    # benchmarked in this one evaluation; the candidate is then the first instance
+    sweep: list[dict[str, Any]] | None = None
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))

@@ -159,6 +159,10 @@ class Supervisor:
                 text = ""
         candidate.write_text(text)
         self.runner_candidate = candidate
+        if self.request.sweep:  # a sweep's instances: outside the runner's folder, so it cannot rewrite the next
+            from .sweep import write_instances
+
+            write_instances(self.scratch, self.request.sweep)
         if self.request.problem_path:
             self.runner_problem = Path(self.request.problem_path)
         else:
@@ -290,6 +294,8 @@ class Supervisor:
         os.environ.update({checker.RUNNER_FD: str(sock.fileno()), checker.RUNNER_PID: str(self.runner_pid),
                            checker.RUNNER_PROBLEM: str(self.runner_problem),
                            checker.RUNNER_CANDIDATE: str(self.runner_candidate), checker.RESULT_TOKEN: self.token})
+        if self.request.sweep:
+            os.environ[checker.RUNNER_INSTANCES] = str(self.scratch)
         if self.mps is not None and not self.mps.active:
             os.environ[checker.MPS_NOTE] = self.mps.note
         elif self.mps is None:

@@ -171,6 +171,7 @@ class Verdict:
     environment: dict[str, Any] = field(default_factory=dict)
     process: ProcessInfo | None = None
     profile: dict[str, Any] | None = None  # kernelwright.profile ProfileReport.to_dict(), when asked for
+    sweep: dict[str, Any] | None = None  # a sweep request's record (judge/sweep.py SweepResult.to_dict())
     energy: dict[str, Any] | None = None  # joules per call (GPU), or {"available": False, "reason": ...}
     # what the reference is made of (problem.reference.ReferenceInfo: torch ops or its own Triton/CUDA
     # kernels, its launches, inputs it writes in place, backward), plus "build" for its own extension

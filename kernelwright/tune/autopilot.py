@@ -128,13 +128,17 @@ def optimize_without_llm(
     stop: Callable[[], bool] | None = None,
     make_evaluator: Callable[..., Any] | None = None,
     batch: int | None = None,
+    sweep: int = 0,
 ) -> AutopilotResult:
     """Match, tune and verify `problem_path` with the built-in templates; never raises for a
     problem the library cannot handle (the result says why). `stop()` is asked before each
     instance is judged (a time limit). `cache`: a TuneCache, "default" (the user's cache,
     KW_TUNE_CACHE), or None to measure everything afresh. `make_evaluator` takes JudgeEvaluator's
     arguments and returns the evaluator to use (default JudgeEvaluator: judged here); `batch`
-    configurations are proposed at once (default `workers`)."""
+    configurations are proposed at once (default `workers`). `sweep` > 1: configurations are
+    benchmarked `sweep` at a time inside one judge evaluation and each batch's fastest judged in
+    full (tune/sweep_eval.py); `budget_evals` then counts judge evaluations (a batch costs two),
+    not configurations."""
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
@@ -163,6 +167,11 @@ def optimize_without_llm(
     folder.mkdir(parents=True, exist_ok=True)
     template_path = folder / f"{name}.template.py"
     template_path.write_text(template.source)
+    sweeping = sweep > 1
+    if make_evaluator is None and sweeping:
+        from .sweep_eval import SweepEvaluator
+
+        make_evaluator = SweepEvaluator
     evaluator = (make_evaluator or JudgeEvaluator)(problem_path, config, workers=workers,
                                                    workdir=folder / "instances", cache=open_cache(cache),
                                                    limits=limits)
@@ -173,9 +182,20 @@ def optimize_without_llm(
                                  template.name)
             on_result(step)
 
-    result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget_evals, limits=limits, seed=seed,
-                            batch=batch or workers, first=[template.defaults], on_result=handle, stop=stop)
+    configs = sweep_budget(budget_evals, sweep) if sweeping else budget_evals
+    result = tune_groupwise(template, evaluator, strategy=strategy, budget=configs,
+                            limits=limits, seed=seed, batch=sweep if sweeping else (batch or workers),
+                            first=[template.defaults], on_result=handle, stop=stop,
+                            max_runs=budget_evals if sweeping else None)
     return _summarize(name, match, template, result, str(template_path))
+
+
+def sweep_budget(evaluations: int | None, sweep: int) -> int | None:
+    """The configurations `evaluations` judge evaluations measure with sweeps of `sweep`: two per
+    sweep (the sweep, its winner's full judgement); an odd one left judges one configuration."""
+    if evaluations is None:
+        return None
+    return (evaluations // 2) * sweep + evaluations % 2
 
 
 def open_cache(cache: TuneCache | str | None) -> TuneCache | None:
@@ -210,8 +230,11 @@ def _summarize(name: str, match, template: Template, result: TuneResult, templat
     out.best_source = template.instantiate(best.params)
     out.best_verdict = verdict_of(best.measurement)
     note = f" [{best.measurement.note}]" if best.measurement.note else ""
-    out.message = (f"template {template.name}: {len(result.trials)} instance(s) judged "
-                   f"({result.cost.cached} from the cache), best {best.measurement.time_ms:.4g} ms{note}")
+    cost = result.cost
+    how = (f"measured in {cost.judge_runs} judge evaluation(s) (swept, the fastest judged in full)"
+           if cost.judge_runs != cost.measured else "judged")
+    out.message = (f"template {template.name}: {len(result.trials)} instance(s) {how} "
+                   f"({cost.cached} from the cache), best {best.measurement.time_ms:.4g} ms{note}")
     return out
 
 

@@ -8,7 +8,10 @@ evaluations (the budget unit) but cost nothing.
   guards, time, energy, profile, baselines); on a machine without a GPU they ran on the CPU, and
   the label says "CPU-seconds";
 - judge seconds: wall seconds of the judging processes (imports and compilation included);
-- wall seconds: the whole step, start to end, as the caller waited for it.
+- wall seconds: the whole step, start to end, as the caller waited for it;
+- judge evaluations (`judge_runs`): judge processes run. Without sweeps one per configuration
+  measured; with a sweep (tune/sweep_eval.py) one for the sweep of many configurations and one per
+  full judgement of its winner, which is what `tune(max_runs=...)` spends.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ DEVICE_STAGES = ("reference", "check", "guards", "time", "energy", "profile", "b
 class TuneCost:
     evaluations: int = 0  # configurations evaluated (the budget unit): measured + cached
     measured: int = 0  # judged (or timed) now
+    judge_runs: int = 0  # judge evaluations run for them (a sweep of many configurations counts one)
     cached: int = 0  # answered by the tuning cache, nothing run
     pruned_before: int = 0  # configurations the constraints removed: never compiled
     pruned_after: int = 0  # compiled, then pruned on the compiler's report (spills, shared memory)
@@ -42,7 +46,8 @@ class TuneCost:
     def summary(self) -> str:
         """One line, e.g. '12 evaluations (9 measured, 3 cached), 4.1 GPU-seconds on H100, judge 96 s, wall 61 s'."""
         where = f" on {self.device}" if self.device else ""
-        text = (f"{self.evaluations} evaluation(s) ({self.measured} measured, {self.cached} cached), "
+        runs = f", {self.judge_runs} judge evaluation(s)" if self.judge_runs != self.measured else ""
+        text = (f"{self.evaluations} evaluation(s) ({self.measured} measured, {self.cached} cached{runs}), "
                 f"{self.device_s:.1f} {self.device_label}{where}, judge {self.judge_s:.0f} s, wall {self.wall_s:.0f} s")
         if self.cached:
             text += f"; the cache saved {self.saved_s:.0f} judge s"
@@ -55,6 +60,7 @@ class TuneCost:
         """The cost of two steps one after the other."""
         return TuneCost(
             evaluations=self.evaluations + other.evaluations, measured=self.measured + other.measured,
+            judge_runs=self.judge_runs + other.judge_runs,
             cached=self.cached + other.cached, pruned_before=self.pruned_before + other.pruned_before,
             pruned_after=self.pruned_after + other.pruned_after, device=self.device or other.device,
             device_s=self.device_s + other.device_s, judge_s=self.judge_s + other.judge_s,
@@ -83,6 +89,7 @@ def step_cost(measurements: list, *, device: str, wall_s: float, pruned_before: 
             cost.saved_s += m.judge_s
         else:
             cost.measured += 1
+            cost.judge_runs += int(getattr(m, "runs", 1))
             cost.device_s += m.device_s
             cost.judge_s += m.judge_s
     return cost

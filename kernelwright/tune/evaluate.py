@@ -26,12 +26,15 @@ from .resources import parse_ptxas
 from .template import Template, config_key
 
 PASS, FAIL, ERROR, PRUNED = "pass", "fail", "error", "pruned"
+# timed inside a sweep (judge/sweep.py, tune/sweep_eval.py): its time ranks it for the strategy, but
+# only a fully judged instance (status pass) can be the best
+SWEPT = "swept"
 
 
 @dataclass
 class Measurement:
     params: dict[str, Any]
-    status: str  # pass | fail | error | pruned
+    status: str  # pass | fail | error | pruned | swept
     time_ms: float | None = None
     method: str = ""  # how time was taken: cuda_events, cuda_graph, do_bench, wall_cpu, table
     note: str = ""  # e.g. "CPU wall time: not GPU performance"
@@ -43,19 +46,26 @@ class Measurement:
     instance_hash: str = ""
     device_s: float = 0.0  # what measuring it cost (tune.cost): seconds in the device stages
     judge_s: float = 0.0  # and wall seconds of the judging (or in-process measuring)
+    # judge evaluations (processes) it cost: 1 for a judged instance; a sweep's one evaluation is
+    # carried by its first configuration, the others carry 0 (tune.cost counts them)
+    runs: int = 1
 
     @property
     def ok(self) -> bool:
+        """Fully judged and passed: only such an instance can be a tuning's best."""
         return self.status == PASS and self.time_ms is not None
 
     @property
     def value(self) -> float | None:
-        """What a search minimises: the time when the instance passed, else None."""
-        return self.time_ms if self.ok else None
+        """What a search minimises: the time when the instance passed (fully, or its sweep's
+        trial and timed calls), else None."""
+        return self.time_ms if self.ok or (self.status == SWEPT and self.time_ms is not None) else None
 
     def summary(self) -> str:
         if self.ok:
             return f"{self.time_ms:.4g} ms ({self.method})"
+        if self.status == SWEPT and self.time_ms is not None:
+            return f"swept: {self.time_ms:.4g} ms ({self.method}, one repeat; not judged in full)"
         return f"{self.status}: {(self.error or '').splitlines()[0][:160] if self.error else self.stage}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +81,13 @@ class Evaluator(Protocol):
     device: str
 
     def evaluate(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]: ...
+
+
+def runs_for(evaluator, n: int) -> int:
+    """The judge evaluations `evaluator` spends on a batch of `n` new configurations: one each,
+    unless it says otherwise (a sweep evaluator: one sweep and one full judgement)."""
+    counter = getattr(evaluator, "runs_for", None)
+    return int(counter(n)) if counter is not None else n
 
 
 def instance_hash(source: str) -> str:

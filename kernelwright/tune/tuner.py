@@ -6,6 +6,9 @@ pruned before compiling cost nothing. `first` configurations (the template's def
 measured before the strategy starts and count against the budget. `known` measurements (of this
 template, made earlier in the same tuning) are told to the strategy and never measured again.
 Each result carries its cost (tune.cost): evaluations, fresh and cached, and the seconds spent.
+`max_runs` bounds the judge evaluations instead (or as well): an evaluator that measures a batch
+in fewer evaluations than configurations (a sweep, tune/sweep_eval.py: a batch of N costs two)
+then measures many configurations per evaluation, and the loop stops before a batch it cannot pay.
 `stop()`, when given, is asked before each batch of evaluations: a time limit or a fatal error
 ends the loop between instances.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .cost import TuneCost, step_cost
-from .evaluate import Evaluator, Measurement
+from .evaluate import Evaluator, Measurement, runs_for
 from .hardware import DeviceLimits
 from .prune import PrunedConfig, PruneReport, prune_space
 from .strategies import make_tune_strategy
@@ -90,8 +93,10 @@ def tune(
     on_result: Callable[[Trial], None] | None = None,
     stop: Callable[[], bool] | None = None,
     known: dict[str, Measurement] | None = None,
+    max_runs: int | None = None,
 ) -> TuneResult:
-    """Search `template`'s space with `strategy`, measuring through `evaluator`."""
+    """Search `template`'s space with `strategy`, measuring through `evaluator`, within `budget`
+    configurations and `max_runs` judge evaluations (None: no bound)."""
     started = time.monotonic()
     report = prune or prune_space(template, limits)
     feasible = report.feasible
@@ -112,14 +117,21 @@ def tune(
     for config in seeded:
         search.proposed.add(config_key(config))
     pending = list(seeded)
+    runs = 0
     while len(result.trials) < budget and not (stop is not None and stop()):
         take = min(max(1, batch), budget - len(result.trials))
+        if max_runs is not None:  # no batch the evaluations left cannot pay for
+            while take > 0 and runs_for(evaluator, take) > max_runs - runs:
+                take -= 1
+            if take == 0:
+                break
         asked, pending = pending[:take], pending[take:]  # seeded configurations first, in the same batch
         if len(asked) < take:
             asked += search.ask(take - len(asked))
         if not asked:
             break
         for measurement in evaluator.evaluate(template, asked):
+            runs += 0 if measurement.cached else measurement.runs
             search.tell(measurement.params, measurement.value)
             trial = Trial(len(result.trials), measurement)
             result.trials.append(trial)
@@ -159,6 +171,7 @@ def tune_groupwise(
     first: list[dict[str, Any]] | None = None,
     on_result: Callable[[Trial], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    max_runs: int | None = None,
 ) -> TuneResult:
     """Tune a multi-kernel template one kernel at a time (the others held at their best so far).
 
@@ -166,13 +179,13 @@ def tune_groupwise(
     parameters barely interact: searching each kernel's space in turn costs the sum of the
     spaces instead of their product. The budget is shared in proportion to the spaces. A kernel's
     search starts knowing the instance measured last (its own parameters at their values so far),
-    which is not measured again.
+    which is not measured again. `max_runs` (judge evaluations) is shared the same way.
     """
     started = time.monotonic()
     prefixes = template.groups
     if len(prefixes) == 1:
         return tune(template, evaluator, strategy=strategy, budget=budget, limits=limits, seed=seed,
-                    batch=batch, first=first, on_result=on_result, stop=stop)
+                    batch=batch, first=first, on_result=on_result, stop=stop, max_runs=max_runs)
     best = dict(template.defaults)
     free = {p: [n for n in template.params if n.startswith(p)] for p in prefixes}
     reports = {p: prune_space(_pinned(template, free[p], best), limits) for p in prefixes}
@@ -187,6 +200,7 @@ def tune_groupwise(
     result.cost = TuneCost(device=getattr(evaluator, "device", ""))
     known: dict[str, Measurement] = {}
     left = budget
+    runs_left = max_runs
     for i, prefix in enumerate(prefixes):
         if stop is not None and stop():
             break
@@ -199,8 +213,11 @@ def tune_groupwise(
             if on_result is not None:
                 on_result(moved)
 
+        runs = None if max_runs is None else runs_left if i == len(prefixes) - 1 else \
+            min(runs_left, max(runs_for(evaluator, 2), round(max_runs * sizes[prefix] / max(1, total))))
         part = tune(sub, evaluator, strategy=strategy, budget=share, limits=limits, seed=seed, batch=batch,
-                    first=first if i == 0 else None, on_result=forward, stop=stop, known=known)
+                    first=first if i == 0 else None, on_result=forward, stop=stop, known=known, max_runs=runs)
+        runs_left = None if max_runs is None else runs_left - part.cost.judge_runs
         left -= len(part.trials)
         merged.after_compile.extend(part.prune.after_compile)
         result.cost = result.cost.add(part.cost)

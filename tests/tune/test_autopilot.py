@@ -73,3 +73,16 @@ def test_unmatched_problem_says_so(kernelbench, tmp_path):
 def test_missing_problem_file_is_reported(tmp_path):
     result = optimize_without_llm(tmp_path / "nope.py", workdir=tmp_path)
     assert not result.matched and "cannot load" in result.message
+
+
+def test_with_sweeps_two_evaluations_measure_a_whole_batch_and_judge_its_winner(kernelbench, tmp_path, cache):
+    result = optimize_without_llm(kernelbench / "level1/19_ReLU.py", overrides={"batch_size": 4, "dim": 64},
+                                  strategy="random", budget_evals=2, sweep=6, judge_config=JudgeConfig(**FAST),
+                                  cache=cache, workdir=tmp_path)
+    assert result.matched, result.message
+    cost = result.tune.cost
+    assert cost.judge_runs == 2 and cost.evaluations == len(result.tune.trials) == 6
+    best = result.tune.best.measurement
+    assert best.status == "pass" and len(best.verdict["trials"]) == FAST["trials"]  # judged in full
+    assert [t.measurement.status for t in result.tune.trials].count("pass") == 1
+    assert result.best_verdict.passed and result.best_params == best.params

@@ -35,6 +35,17 @@ def test_tuning_run_writes_the_best_instance(kernelbench, tmp_path, monkeypatch)
     assert "class ModelNew" in instance and parse_template(instance).name == "pointwise"
 
 
+def test_a_sweep_measures_many_configurations_for_two_evaluations(kernelbench, tmp_path, monkeypatch):
+    monkeypatch.setenv("KW_TUNE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "best.py"
+    result = runner.invoke(app, ["tune", "library", "--problem", str(kernelbench / "level1/19_ReLU.py"),
+                                 "--set", "batch_size=4", "--set", "dim=40", "--budget", "2", "--sweep", "4",
+                                 "--strategy", "random", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert '"judge_runs": 2' in result.output and result.output.count('"status": "swept"') >= 2
+    assert parse_template(out.read_text()).name == "pointwise"
+
+
 def test_bad_template_is_a_usage_error(kernelbench, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("class ModelNew:\n    pass\n")

@@ -107,8 +107,8 @@ class RunnerLink:
             raise RunnerGone(str(reply.header.get("error")))
         return reply
 
-    def load(self, **fields: Any) -> dict[str, Any]:
-        return self.request({"op": protocol.LOAD, "self_time": self.self_time, **fields}).header
+    def load(self, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+        return self.request({"op": protocol.LOAD, "self_time": self.self_time, **fields}, timeout=timeout).header
 
     def build(self) -> dict[str, Any]:
         return self.request({"op": protocol.BUILD}).header

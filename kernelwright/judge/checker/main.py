@@ -43,6 +43,7 @@ from .stages import check as check_stage
 from .stages import compile as compile_stage
 from .stages import finish, load
 from .stages import profile as profile_stage
+from .stages import sweep as sweep_stage
 from .stages import time as time_stage
 from .stages.context import Context, ResultWriter, read_text
 
@@ -52,6 +53,7 @@ __all__ = ["ResultWriter", "RunnerProcess", "evaluate", "main", "run_stages", "s
 RUNNER_FD, RUNNER_PID, RUNNER_PROBLEM, RUNNER_CANDIDATE = ("KW_RUNNER_FD", "KW_RUNNER_PID", "KW_RUNNER_PROBLEM",
                                                            "KW_RUNNER_CANDIDATE")
 MPS_NOTE, RESULT_TOKEN = "KW_MPS_NOTE", "KW_RESULT_TOKEN"
+RUNNER_INSTANCES = "KW_RUNNER_INSTANCES"  # a sweep's instances: the folder the supervisor wrote them under
 
 
 def optional_module(name: str, notes: list[str]):
@@ -86,6 +88,7 @@ class RunnerProcess:
     finished: bool = False
     process: Any = None  # a subprocess.Popen when this process started it (no supervisor)
     last_report: dict = field(default_factory=dict)  # the runner's report when it finished
+    instances: Path | None = None  # a sweep's instance files (judge/sweep.py), readable to the runner, not writable
 
     def loaded(self) -> None:
         """From now on the runner runs only while the device is held (`Context.runner_awake`)."""
@@ -152,7 +155,8 @@ def runner_from_env() -> RunnerProcess | None:
         return None
     return RunnerProcess(socket.socket(fileno=int(fd)), int(os.environ.get(RUNNER_PID) or 0),
                          Path(os.environ.get(RUNNER_PROBLEM, "")), Path(os.environ.get(RUNNER_CANDIDATE, "")),
-                         mps_note=os.environ.get(MPS_NOTE, "no MPS server was started for this evaluation"))
+                         mps_note=os.environ.get(MPS_NOTE, "no MPS server was started for this evaluation"),
+                         instances=Path(os.environ[RUNNER_INSTANCES]) if os.environ.get(RUNNER_INSTANCES) else None)
 
 
 def spawn_runner(problem: Path, candidate: Path, env: dict[str, str] | None = None) -> RunnerProcess:
@@ -161,7 +165,7 @@ def spawn_runner(problem: Path, candidate: Path, env: dict[str, str] | None = No
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     child_env = dict(os.environ)
     child_env.update(env or {})
-    for name in (RUNNER_FD, RUNNER_PID, RUNNER_PROBLEM, RUNNER_CANDIDATE, MPS_NOTE, RESULT_TOKEN):
+    for name in (RUNNER_FD, RUNNER_PID, RUNNER_PROBLEM, RUNNER_CANDIDATE, MPS_NOTE, RESULT_TOKEN, RUNNER_INSTANCES):
         child_env.pop(name, None)
     process = subprocess.Popen([sys.executable, "-m", "kernelwright.judge.runner", "--fd", str(theirs.fileno())],
                                pass_fds=[theirs.fileno()], env=child_env, start_new_session=True)
@@ -215,6 +219,10 @@ def stages_in_order(ctx: Context) -> None:
     gpu = str(loaded.device).startswith("cuda")
     ctx.link = RunnerLink(ctx.runner.sock, loaded.device, self_time=gpu and bool(ctx.runner.mps_note),
                           timeout_s=ctx.config.timeout_s, runner_pid=ctx.runner.pid)
+    if ctx.request.sweep:  # many instances of one template in this evaluation (judge/sweep.py)
+        sweep_stage.run(ctx, loaded)
+        time_stage.end_runner(ctx)
+        return
     built = compile_stage.run(ctx, loaded)
     checked = check_stage.run(ctx, built) if built is not None else None
     if checked is None:

@@ -28,6 +28,10 @@ class TimedCallFailed(Exception):
     """The candidate raised, or its process died, during a timed call (the message says which)."""
 
 
+class TooSlowToTime(Exception):
+    """The first call says the repeat would take longer than `TimedCalls.budget_ms` (a sweep's limit)."""
+
+
 @dataclass
 class TimedCalls:
     """The timed calls of one candidate (see the module docstring)."""
@@ -41,6 +45,7 @@ class TimedCalls:
     numbers: list[int] = field(default_factory=list)  # the runner's call numbers that were timed
     checked: int = 0
     mismatches: list[str] = field(default_factory=list)
+    budget_ms: float | None = None  # a repeat longer than this is not started (a sweep: judge/sweep.py)
 
     # ------------------------------------------------------------------ one call
 
@@ -101,9 +106,12 @@ class TimedCalls:
 
         config = config or self.config
         estimate = self.one(check=False)
-        for _ in range(timing.warmup_count(estimate, config)):
+        warmups, reps = timing.warmup_count(estimate, config), timing.rep_count(estimate, config)
+        if self.budget_ms is not None and estimate * (warmups + reps) > self.budget_ms:
+            raise TooSlowToTime(f"one call takes {estimate:.4g} ms: its {warmups + reps} timed calls would take "
+                                f"longer than the {self.budget_ms / 1e3:g} s allowed")
+        for _ in range(warmups):
             self.one(check=False)
-        reps = timing.rep_count(estimate, config)
         sample = set(self.rng.sample(range(reps), min(reps, max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * reps)))))
         first = len(self.numbers)
         times = [self.one(check=index in sample) for index in range(reps)]

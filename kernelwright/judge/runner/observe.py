@@ -82,6 +82,19 @@ class Observer:
         self.precision_before = precision_state()
         self.dynamo_before = dynamo_frames()
 
+    def restart(self, source: str) -> None:
+        """Another candidate in the same process (a sweep's next instance, judge/sweep.py): what the
+        last one did is forgotten; the wrappers, the identity snapshot and the switches stay, and
+        whatever the last one left patched was already undone after its calls."""
+        self.end()
+        self.own.reset()
+        self.own.libraries.clear()
+        self.tracker.calls.clear()
+        self.extension_names = kernel_kinds.extension_kernels(source)
+        self.patched, self.precision_changes, self.dynamo_patched = [], [], False
+        self.buckets, self.calls, self.phases, self.recorded, self.notes = {}, {}, {}, set(), []
+        self.dynamo_before = dynamo_frames()
+
     def after_call(self, when: str) -> None:
         """Functions replaced and precision switches changed since the snapshot: noted and undone."""
         if self.snapshot is None:

@@ -82,16 +82,40 @@ class Session:
     def load(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """Import the problem (for its init inputs) and the candidate; no device work."""
         from ...problem import ProblemError, check_signatures, load_candidate, load_problem
+
+        msg = frame.header
+        self.candidate_path = Path(str(msg["candidate_path"]))
+        source = _read(self.candidate_path)
+        if self.observer is not None:  # a sweep's next instance (judge/sweep.py): same process, fresh record
+            self.model = self.module = None
+            self.observer.restart(source)
+        else:
+            self._first_load(msg, source)
+        started = time.perf_counter()
+        try:
+            if self.problem is None:  # a sweep's later instances use the problem loaded for the first
+                self.problem = load_problem(str(msg["problem_path"]), overrides=dict(msg.get("overrides") or {}),
+                                            shrink=False)
+            self.module = load_candidate(self.candidate_path)
+            check_signatures(self.problem, self.module.ModelNew, self.candidate_path)
+        except BaseException as exc:  # noqa: BLE001 - ProblemError, or SystemExit from the candidate
+            message = str(exc) if isinstance(exc, ProblemError) else describe(exc, self.candidate_path, "import")
+            return {"ok": False, "error": message, "compile": self._compile(time.perf_counter() - started, message),
+                    "report": self.observer.report()}, []
+        finally:
+            self.observer.after_call("while loading the candidate")
+        return {"ok": True, "compile": self._compile(time.perf_counter() - started, None)}, []
+
+    def _first_load(self, msg: dict[str, Any], source: str) -> None:
+        """The process's set-up, once: the device, the build cache, the instrumentation."""
         from .. import guards
         from ..compile import install_build_cache
 
-        msg = frame.header
         self.device = str(msg.get("device") or "cpu")
         self.seed = int(msg.get("seed") or 0)
         self.self_time = bool(msg.get("self_time"))
         self.backward = msg.get("backward")
         allow_tf32 = bool(msg.get("allow_tf32"))
-        self.candidate_path = Path(str(msg["candidate_path"]))
         guards.set_full_precision(allow_tf32)
         if self.device.startswith("cuda"):
             _open_cuda(self.device)
@@ -105,24 +129,10 @@ class Session:
             note = f"build cache unavailable: {type(exc).__name__}: {exc}"
         else:
             note = ""
-        source = _read(self.candidate_path)
         self.observer = Observer(self.device, source, allow_tf32)
         self.observer.install()
         if note:
             self.observer.notes.append(note)
-        started = time.perf_counter()
-        try:
-            self.problem = load_problem(str(msg["problem_path"]), overrides=dict(msg.get("overrides") or {}),
-                                        shrink=False)
-            self.module = load_candidate(self.candidate_path)
-            check_signatures(self.problem, self.module.ModelNew, self.candidate_path)
-        except BaseException as exc:  # noqa: BLE001 - ProblemError, or SystemExit from the candidate
-            message = str(exc) if isinstance(exc, ProblemError) else describe(exc, self.candidate_path, "import")
-            return {"ok": False, "error": message, "compile": self._compile(time.perf_counter() - started, message),
-                    "report": self.observer.report()}, []
-        finally:
-            self.observer.after_call("while loading the candidate")
-        return {"ok": True, "compile": self._compile(time.perf_counter() - started, None)}, []
 
     def _compile(self, seconds: float, error: str | None) -> dict[str, Any]:
         from dataclasses import asdict

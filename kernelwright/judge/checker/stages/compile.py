@@ -19,10 +19,7 @@ def run(ctx: Context, loaded: Loaded) -> Built | None:
         static_flags(ctx)
         link = ctx.link
         try:
-            reply = link.load(problem_path=str(ctx.runner.problem_path), candidate_path=str(ctx.runner.candidate_path),
-                              overrides=dict(loaded.problem.overrides), seed=ctx.config.seed, device=loaded.device,
-                              cache_dir=str(cache_dir(ctx)), allow_tf32=ctx.config.allow_tf32,
-                              backward=backward_settings(loaded))
+            reply = link.load(**load_fields(ctx, loaded, ctx.runner.candidate_path))
         except RunnerGone as exc:
             ctx.verdict.compile = CompileResult(ok=False, log=str(exc), errors=[str(exc)])
             ctx.stop(ERROR, f"the candidate does not load: {ctx.runner.death(str(exc))}")
@@ -46,6 +43,15 @@ def run(ctx: Context, loaded: Loaded) -> Built | None:
             ctx.stop(ERROR, str(reply.get("error")))
             return None
     return Built(loaded=loaded, link=link)
+
+
+def load_fields(ctx: Context, loaded: Loaded, candidate_path) -> dict:
+    """What the runner is told to load: the problem with its sizes, the candidate file (its copy in
+    the runner's folder), the reference's seed, the device, the build cache, the precision rules."""
+    return {"problem_path": str(ctx.runner.problem_path), "candidate_path": str(candidate_path),
+            "overrides": dict(loaded.problem.overrides), "seed": ctx.config.seed, "device": loaded.device,
+            "cache_dir": str(cache_dir(ctx)), "allow_tf32": ctx.config.allow_tf32,
+            "backward": backward_settings(loaded)}
 
 
 def cache_dir(ctx: Context):
