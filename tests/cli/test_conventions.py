@@ -112,7 +112,7 @@ NOT_USER_VARIABLES = {"KW_TUNE", "KW_PARAMS", "KW_ALIASES", "KW_BACKWARD", "KW_G
                       "KW_RLIMIT_AS_BYTES", "KW_JUDGE_SERVICE",
                       # the checker's handshake with the runner it starts: set by the judge, never by a user
                       "KW_RUNNER_FD", "KW_RUNNER_PID", "KW_RUNNER_PROBLEM", "KW_RUNNER_CANDIDATE", "KW_MPS_NOTE",
-                      "KW_RESULT_TOKEN",
+                      "KW_RESULT_TOKEN", "KW_RUNNER_INSTANCES",
                       # constants of the problem files `kernelwright extract` writes (models/problem_file.py)
                       "KW_MODEL_SPEC", "KW_SEARCH_PATH", "KW_REGION_PATH", "KW_REGION_PATHS", "KW_ARGS", "KW_SHARE"}
 
