@@ -16,7 +16,6 @@ from pathlib import Path
 from ...verdict import FAIL, PASS, REJECT, Verdict
 from . import check as check_stage
 from . import compile as compile_stage
-from . import time as time_stage
 from .context import Context
 from .records import Built, Checked, Loaded
 
@@ -179,7 +178,7 @@ def timed(ctx: Context, mine: Context, checked: Checked, shared: dict):
         raise Skip(sweep.TIMED_OUT, str(exc)) from exc
     finally:
         shared["reference"] = calls.reference
-    for flag in flags + time_stage.observed_work(mine, checked, observed):
+    for flag in flags + check_stage.observed_work(mine, checked, observed):
         mine.flag(flag)
     rejected(mine)
     return stats, calls
