@@ -70,7 +70,8 @@ def test_a_local_suite_shares_one_pool_and_find_runs_reads_it(problems, tmp_path
     suite = tmp_path / "ws" / "suite"
     outcome = run_suite(problems, RunOptions(judge=FAST, limits=Limits(max_evals=1), run_dir=str(suite)),
                         no_model=True)
-    said = [(e.name, repr(o) if isinstance(o, Exception) else (o.status, o.detail)) for e, o in outcome.results]
+    said = "\n".join(f"{e.name}: {o!r}" if isinstance(o, Exception) else f"{e.name}: {o.status}: {o.detail}"
+                     for e, o in outcome.results)  # whole, not cut by pytest's repr
     assert outcome.exit_code == 0 and [o.best_id for _, o in outcome.results] == ["t0", "t0"], said
     found, manifest = find_runs(suite)
     assert [f.entry.name for f in found] == ["relu_x2", "relu_x3"] and manifest.mode == "autotune"
