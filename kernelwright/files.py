@@ -1,10 +1,13 @@
-"""Writing a file so that a reader (another process polling a folder) never sees half of it, and
-telling whether a path a less trusted process named lies in its own folders.
+"""Writing a file so that a reader (another process polling a folder) never sees half of it, one
+writer at a time per file across processes, and telling whether a path a less trusted process
+named lies in its own folders.
 
 Stdlib only; every folder may import it, the judge too.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import tempfile
 from pathlib import Path
@@ -22,6 +25,20 @@ def atomic_write(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def locked_beside(path: str | Path):
+    """Hold an exclusive `flock` on `<path minus suffix>.lock` (its folder made first): one process
+    at a time computes and writes `path`; the kernel drops a dead holder's lock."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def outside_folders(path: str | Path, folders: list[Path]) -> str:

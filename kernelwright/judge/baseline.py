@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -47,6 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from kernelwright.files import locked_beside
 
 from . import timed
 from .config import JudgeConfig
@@ -179,7 +179,7 @@ def _one_kind(problem_path, overrides: dict[str, Any], config: JudgeConfig, devi
         return path, key, record, None
     # one process measures, the others (candidates of the same problem judged at the same time,
     # the batch runner's baseline lane) wait for its result instead of measuring it again
-    with _cache_lock(path):
+    with locked_beside(path):
         record = None if force else _read_cached(path, key)
         if record is None:
             measured, error = _run_subprocess(problem_path, overrides, config, device, kind)
@@ -223,17 +223,6 @@ def noise_flags(baselines: Baselines | None) -> list[Flag]:
                               f"{len(info.get('repeats', []))} repeats (medians {medians} ms); speedups against "
                               "it are unreliable: re-measure with `kernelwright baseline --force` on a quiet machine"))
     return flags
-
-
-@contextlib.contextmanager
-def _cache_lock(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def speedups(timing: TimingStats, baselines: Baselines | None) -> dict[str, float]:

@@ -17,9 +17,7 @@ executor, each confined afresh); the stored report is data that the candidates' 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -27,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+from kernelwright.files import locked_beside
 
 PROTOCOL = 1  # bump when what a reference profile measures changes in a way the key does not show
 MIN_BUDGET_S = 20.0  # a reference profile is not started with less of the candidate's profile budget left
@@ -75,17 +75,6 @@ def write_cached(path: Path, key: dict[str, Any], report) -> None:
     partial.replace(path)
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def reference_report(problem_path, key: dict[str, Any], root: str | os.PathLike, settings,
                      profile: Callable[..., Any], executor=None,
                      python_in: Callable[[Path], str] | None = None) -> tuple[Any, str]:
@@ -100,7 +89,7 @@ def reference_report(problem_path, key: dict[str, Any], root: str | os.PathLike,
     cached = read_cached(path, key)  # the common case: no lock needed to read a finished file
     if cached is not None:
         return cached, f"cached ({path.name})"
-    with _locked(path):
+    with locked_beside(path):
         cached = read_cached(path, key)  # another candidate of the problem collected it meanwhile
         if cached is not None:
             return cached, f"cached ({path.name})"
