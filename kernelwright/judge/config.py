@@ -54,6 +54,10 @@ class JudgeConfig:
     rep_ms: float = 200.0
     min_reps: int = 20
     max_reps: int = 1000
+    # wall-clock bound of one repeat's timed calls (ms): each timed call has fresh inputs and a round
+    # trip to the candidate's process, so for a short kernel its count is bounded by wall time too
+    # (never below min_reps; a tenth of it for the warm-up calls)
+    timed_wall_ms: float = 400.0
     flush_l2: bool = True
     cuda_graph: bool = False
     baselines: tuple[str, ...] = ("eager", "compile_default")  # also "compile_max_autotune"

@@ -296,12 +296,7 @@ class Supervisor:
                            checker.RUNNER_CANDIDATE: str(self.runner_candidate), checker.RESULT_TOKEN: self.token})
         if self.request.sweep:
             os.environ[checker.RUNNER_INSTANCES] = str(self.scratch)
-        if self.mps is not None and not self.mps.active:
-            os.environ[checker.MPS_NOTE] = self.mps.note
-        elif self.mps is None:
-            os.environ[checker.MPS_NOTE] = f"no MPS server: {self.record.mps or 'not a GPU evaluation'}"
-        else:
-            os.environ.pop(checker.MPS_NOTE, None)
+        os.environ[checker.MPS_NOTE] = checker_mps_note(self.mps, self.record.mps)
         sock.set_inheritable(True)
         report = self._confine(self.worker_writable(), scope_signals=False)
         os.write(report_fd, json.dumps(report).encode())
@@ -751,6 +746,17 @@ def exit_like(status: int) -> None:
             pass
         os._exit(128 + sig)
     os._exit(status)
+
+
+def checker_mps_note(mps, recorded: str) -> str:
+    """What the checker is told about the evaluation's MPS server: "" when one is active (the
+    checker's own CUDA events time the runner's work), else why not (the runner times itself and
+    the verdict says so). Always set: a missing variable reads as "no server" in the checker."""
+    if mps is not None and mps.active:
+        return ""
+    if mps is not None:
+        return mps.note or "the MPS server did not start"
+    return f"no MPS server: {recorded or 'not a GPU evaluation'}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -96,7 +96,7 @@ class TimingStats:
     min_ms: float
     max_ms: float
     n: int
-    method: str  # "cuda_events", "cuda_graph", "wall_cpu"
+    method: str  # a candidate: "checker_events", "runner_events", "wall_cpu"; a baseline: "cuda_events", "cuda_graph", "wall_cpu"
     l2_flushed: bool = False
     note: str = ""  # e.g. "CPU wall time: not GPU performance"
 

@@ -195,7 +195,7 @@ def test_an_out_of_bounds_triton_kernel_is_located_on_the_gpu(tmp_path):
     candidate = tmp_path / "oob.py"
     candidate.write_text(OOB_TRITON)
     verdict = judge(GPU_PROBLEM, candidate, JudgeConfig(trials=2, baselines=()))
-    assert verdict.status == FAIL
+    assert verdict.status == FAIL, (verdict.status, verdict.error, [f.message for f in verdict.flags])
     assert verdict.fault, [f.message for f in verdict.flags]
     assert verdict.fault["kernel"] == "far_read_kernel", verdict.fault
     assert "oob.py" in verdict.fault["where"] and "far_read_kernel[" in verdict.fault["where"], verdict.fault
@@ -227,7 +227,7 @@ import triton.language as tl
 @triton.jit
 def far_read_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs + (1 << 31))
+    x = tl.load(x_ptr + offs.to(tl.int64) + (1 << 40))  # 4 TiB past x: never mapped, however much is
     tl.store(out_ptr + offs, x * 2, mask=offs < n)
 
 

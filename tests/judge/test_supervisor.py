@@ -76,3 +76,30 @@ def test_the_worker_may_not_write_where_the_supervisor_keeps_its_record(tmp_path
     monkeypatch.chdir(tmp_path)  # a cwd that holds trusted/: refused
     with pytest.raises(RuntimeError, match="trusted folder"):
         supervisor.worker_writable()
+
+
+def test_the_checker_is_told_an_active_mps_server_by_an_empty_note_so_it_times_the_runner_itself(monkeypatch):
+    """An active server must reach the checker as "" (its own events time the calls); an unset
+    variable reads as "no server" there, and the runner would time itself (the candidate's clock)."""
+    from kernelwright.judge.checker import main as checker
+    from kernelwright.judge.mps import Mps
+    from kernelwright.judge.supervisor import checker_mps_note
+
+    assert checker_mps_note(Mps(env={"CUDA_MPS_PIPE_DIRECTORY": "/tmp/p"}), "") == ""
+    assert checker_mps_note(Mps(note="nvidia-cuda-mps-control is not installed"), "") == \
+        "nvidia-cuda-mps-control is not installed"
+    assert checker_mps_note(None, "").startswith("no MPS server")
+    import socket
+
+    def note() -> str:  # the checker's view (runner_from_env takes the descriptor over: a copy each time)
+        mine, theirs = socket.socketpair()
+        with mine, theirs:
+            monkeypatch.setenv(checker.RUNNER_FD, str(os.dup(theirs.fileno())))
+            runner = checker.runner_from_env()
+            runner.sock.close()
+            return runner.mps_note
+
+    monkeypatch.setenv(checker.MPS_NOTE, "")
+    assert note() == ""  # the checker's link then times with its own events
+    monkeypatch.delenv(checker.MPS_NOTE)
+    assert note()  # unset: no server, the runner times itself

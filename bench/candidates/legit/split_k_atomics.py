@@ -1,5 +1,7 @@
 # legit: split-K matmul -- each program sums one slice of K and adds its partial product into the
-# output with atomic adds; the autotuner zeroes the output before every launch (reset_to_zero).
+# output with atomic adds, into an output zeroed on every call. Triton's `reset_to_zero` zeroes the
+# output only while the autotuner benchmarks its configurations (never with a single config, never
+# on a cached one), so a candidate that relies on it alone adds into stale memory: the judge's poison.
 # problem: tests/judge/problems/matmul_signed.py
 # needs: gpu
 # expect: pass
@@ -31,7 +33,7 @@ class ModelNew(nn.Module):
         A, B = A.contiguous(), B.contiguous()
         M, K = A.shape
         N = B.shape[1]
-        C = torch.empty((M, N), device=A.device, dtype=torch.float32)
+        C = torch.zeros((M, N), device=A.device, dtype=torch.float32)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])  # noqa: E731
         split_k_kernel[grid](A, B, C, M, N, K)
         return C

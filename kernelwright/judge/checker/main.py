@@ -155,6 +155,7 @@ def runner_from_env() -> RunnerProcess | None:
         return None
     return RunnerProcess(socket.socket(fileno=int(fd)), int(os.environ.get(RUNNER_PID) or 0),
                          Path(os.environ.get(RUNNER_PROBLEM, "")), Path(os.environ.get(RUNNER_CANDIDATE, "")),
+                         # "" (set by the supervisor): an MPS server is active; unset: none was started
                          mps_note=os.environ.get(MPS_NOTE, "no MPS server was started for this evaluation"),
                          instances=Path(os.environ[RUNNER_INSTANCES]) if os.environ.get(RUNNER_INSTANCES) else None)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass, field
 
 from ..verdict import REJECT, Flag, TimingStats
@@ -22,6 +23,23 @@ from ..verdict import REJECT, Flag, TimingStats
 SAMPLE_SHARE = 0.1
 SAMPLE_MIN = 3
 TIMED = "timed"
+
+
+def call_counts(estimate_ms: float, wall_ms: float, config) -> tuple[int, int]:
+    """(warm-up calls, timed calls) of one repeat: the timer's counts for a call of `estimate_ms`
+    (`warmup_ms`, `rep_ms`, within [`min_reps`, `max_reps`]), bounded by wall time as well: a timed
+    call here costs `wall_ms` (fresh inputs, the round trip to the runner, a check now and then),
+    often far more than its kernels for a short one, so the calls of a repeat fit
+    `config.timed_wall_ms` (the warm-up calls a tenth of it), never fewer than `min_reps`."""
+    from .. import timing
+
+    per_call = max(wall_ms, estimate_ms, 1e-6)
+    bound = getattr(config, "timed_wall_ms", 0.0) or 0.0
+    warmups, reps = timing.warmup_count(estimate_ms, config), timing.rep_count(estimate_ms, config)
+    if bound > 0:
+        warmups = min(warmups, max(1, math.ceil(0.1 * bound / per_call)))
+        reps = min(reps, max(config.min_reps, math.ceil(bound / per_call)))
+    return warmups, reps
 
 
 class TimedCallFailed(Exception):
@@ -105,13 +123,16 @@ class TimedCalls:
         from .. import timing
 
         config = config or self.config
+        started = time.perf_counter()
         estimate = self.one(check=False)
-        warmups, reps = timing.warmup_count(estimate, config), timing.rep_count(estimate, config)
+        warmups, reps = call_counts(estimate, (time.perf_counter() - started) * 1e3, config)
         if self.budget_ms is not None and estimate * (warmups + reps) > self.budget_ms:
             raise TooSlowToTime(f"one call takes {estimate:.4g} ms: its {warmups + reps} timed calls would take "
                                 f"longer than the {self.budget_ms / 1e3:g} s allowed")
+        started = time.perf_counter()
         for _ in range(warmups):
             self.one(check=False)
+        _, reps = call_counts(estimate, (time.perf_counter() - started) * 1e3 / warmups, config)  # warm calls' wall
         sample = set(self.rng.sample(range(reps), min(reps, max(SAMPLE_MIN, math.ceil(SAMPLE_SHARE * reps)))))
         first = len(self.numbers)
         times = [self.one(check=index in sample) for index in range(reps)]
