@@ -228,6 +228,7 @@ RUNNER_REACHES = {
     "judge.cachedir", "judge.confine",  # the supervisor
     "judge.service", "judge.wire",  # asking the supervisor (for `build` only: `supervisor.permit`)
     "judge.verdict",  # CompileResult and Flag, data types
+    "judge.checks",  # the check registry (data): the codes of the flags its guards raise
     "problem", "problem.errors", "problem.footprint", "problem.inputs", "problem.loader", "problem.ops",
     "problem.pysource", "problem.reference", "problem.shrink",  # loading the problem for get_init_inputs
 }
