@@ -1,8 +1,10 @@
-"""Every environment variable kernelwright reads, in one list (docs/cli.md renders the same list).
+"""Every environment variable kernelwright reads, in one list (docs/cli.md renders the same list),
+but the LLM providers' keys.
 
 The prefix is `KW_`. Variables that had a `KERNELWRIGHT_` name before still work under that name,
-with a one-line deprecation note on stderr, until a later release drops them. Vendor keys keep
-their vendors' names (OPENAI_API_KEY, ANTHROPIC_API_KEY).
+with a one-line deprecation note on stderr, until a later release drops them. A hosted provider's
+key keeps its vendor's name (OPENAI_API_KEY, ANTHROPIC_API_KEY): each provider's entry in
+`kernelwright/llm/providers.py` names it, and docs/providers.md lists them.
 
 The judge's own variables (KW_CACHE_DIR, KW_LOCK_DIR, KW_KEEP_SCRATCH) are read by the judge
 directly (it runs on machines that hold only its own package); they are listed here for the docs.
@@ -47,8 +49,6 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("KW_TUNE_CACHE", "folder of the template tuner's measurement cache (default ~/.cache/kernelwright/tune)"),
     EnvVar("KW_NCU", "path of the ncu binary for profiling"),
     EnvVar("KW_KERNELBENCH", "tests and benches: folder of KernelBench problems (default ../shared/kernelbench)"),
-    EnvVar("OPENAI_API_KEY", "key for openai:MODEL specs (keys come only from the environment)"),
-    EnvVar("ANTHROPIC_API_KEY", "key for anthropic:MODEL specs"),
     EnvVar("TRITON_INTERPRET", "1: run Triton kernels in the interpreter (set by the judge when there is no GPU)"),
 )
 

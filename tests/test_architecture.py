@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from import_graph import cycles, imports_of, module_graph, module_of, private_names_taken
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kernelwright"
 DOC = ROOT / "docs" / "architecture.md"
@@ -69,31 +71,6 @@ def read_rules(doc: str | None = None) -> dict[str, Rule]:
     return rules
 
 
-def _module_of(path: Path, root: Path = ROOT) -> list[str]:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return parts[:-1] if parts[-1] == "__init__" else parts
-
-
-def imports_of(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
-    """(line, absolute dotted name) of every kernelwright import in the file, at any depth."""
-    module = _module_of(path, root)
-    package = module if path.name == "__init__.py" else module[:-1]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            # `from kernelwright import envvars` imports a module: name it
-            folder = root / base.replace(".", "/")
-            found += [(node.lineno, f"{base}.{a.name}" if (folder / a.name).is_dir() or (folder / f"{a.name}.py").exists()
-                       else base) for a in node.names]
-    found = [(line, name) for line, name in found if name == "kernelwright" or name.startswith("kernelwright.")]
-    return sorted(set(found))
-
-
 def _allowed(rule: Rule, source: list[str], target: str) -> bool:
     allowed = set(rule.allowed)
     where = "/".join(source[1:])
@@ -106,7 +83,7 @@ def _allowed(rule: Rule, source: list[str], target: str) -> bool:
 def breaks(rules: dict[str, Rule], root: Path = ROOT) -> list[str]:
     found = []
     for path in sorted((root / "kernelwright").rglob("*.py")):
-        source = _module_of(path, root)
+        source = module_of(path, root)
         if len(source) < 3:
             continue  # envvars.py, configfile.py, __main__.py: see test_top_modules_import_only_each_other
         folder = source[1]
@@ -179,60 +156,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
 }
 
 
-def module_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module -> the package modules it imports (function-level imports included); a package's own
-    __init__ imported by its submodules is not an edge (Python runs it first anyway)."""
-    paths = {".".join(_module_of(p, root)[1:]): p for p in (root / "kernelwright").rglob("*.py")}
-    graph: dict[str, set[str]] = {m: set() for m in paths}
-    for module, path in paths.items():
-        for _, name in imports_of(path, root):
-            parts = name.split(".")[1:]
-            while parts and ".".join(parts) not in paths:
-                parts.pop()
-            target = ".".join(parts)
-            if target and target != module and not module.startswith(target + "."):
-                graph[module].add(target)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(frozenset(component))
-    return found
-
-
 def test_no_import_cycle_between_files_but_the_known_ones():
     found = cycles(module_graph())
     new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
@@ -270,7 +193,7 @@ def top_level_definitions(root: Path = ROOT) -> dict[str, list[str]]:
     for path in sorted((root / "kernelwright").rglob("*.py")):
         for node in ast.parse(path.read_text(), str(path)).body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and not node.name.startswith("_"):
-                found.setdefault(node.name, []).append(".".join(_module_of(path, root)))
+                found.setdefault(node.name, []).append(".".join(module_of(path, root)))
     return found
 
 
@@ -305,6 +228,7 @@ RUNNER_REACHES = {
     "judge.cachedir", "judge.confine",  # the supervisor
     "judge.service", "judge.wire",  # asking the supervisor (for `build` only: `supervisor.permit`)
     "judge.verdict",  # CompileResult and Flag, data types
+    "judge.checks",  # the check registry (data): the codes of the flags its guards raise
     "problem", "problem.errors", "problem.footprint", "problem.inputs", "problem.loader", "problem.ops",
     "problem.pysource", "problem.reference", "problem.shrink",  # loading the problem for get_init_inputs
 }
@@ -336,44 +260,6 @@ def test_the_judge_folders_show_the_process_boundary():
     for module, targets in graph.items():
         if module.startswith(("judge.runner", "judge.checker")):
             assert not any(t.startswith("judge.scheduling") for t in targets), module
-
-
-def private_names_taken(root: Path = ROOT) -> list[str]:
-    """`path:line module._name` for each private name (one leading underscore) that a module takes
-    from another of the package: `from .x import _f`, or `x._f` where `x` names a package module."""
-    paths = {".".join(_module_of(p, root)): p for p in (root / "kernelwright").rglob("*.py")}
-    paths = {m.removesuffix(".__init__"): p for m, p in paths.items()}
-    found = []
-    for module, path in paths.items():
-        tree = ast.parse(path.read_text())
-        aliases: dict[str, str] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                base = _resolve(module, path, node)
-                for alias in node.names:
-                    if f"{base}.{alias.name}" in paths:
-                        aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
-                    elif base in paths and base != module and _private(alias.name):
-                        found.append(f"{path.relative_to(root)}:{node.lineno} {base}.{alias.name}")
-            elif isinstance(node, ast.Import):
-                aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in paths})
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _private(node.attr)
-                    and aliases.get(node.value.id, module) != module):
-                found.append(f"{path.relative_to(root)}:{node.lineno} {aliases[node.value.id]}.{node.attr}")
-    return sorted(found)
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
-
-
-def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
-    if not node.level:
-        return node.module or ""
-    base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join(base + ([node.module] if node.module else []))
 
 
 def test_no_module_takes_another_modules_private_names():

@@ -23,6 +23,7 @@ from rich.live import Live
 
 from kernelwright import configfile, envvars
 from kernelwright.judge.config import JudgeConfig
+from kernelwright.llm import providers
 from kernelwright.llm.errors import ConfigError
 from kernelwright.report.best import fmt_speedup
 from kernelwright.search.budget import LIMIT_NAMES, Limits
@@ -366,7 +367,8 @@ def suite_of(targets: list[str]) -> tuple[list[Path], str] | None:
 def optimize(
     problem: Optional[list[str]] = typer.Argument(None, help="problem file; or a suite: a folder of them, a .txt "  # noqa: B008
                                                 "list, or several of these"),
-    llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for every agent, e.g. openai:gpt-5, "
+    llm: Optional[str] = typer.Option(None, "--llm", help="LLM spec for every agent (PROVIDER:..., PROVIDER one of "
+                                      f"{', '.join(providers.names())}; docs/providers.md), e.g. openai:gpt-5, "
                                       "exchange (prompts as files in RUN_DIR/exchange), replay:CASSETTE.jsonl; "
                                       "none given (no KW_LLM, no config default): the template autotuner runs"),
     llm_role: list[str] = typer.Option([], "--llm-role", help="ROLE=SPEC for one agent (planner, coder, "

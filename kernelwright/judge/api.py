@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sandbox, trusted
+from .checks import check_flag
 from .config import JudgeConfig
 from .request import JudgeRequest, SourceText, default_cache_dir, make_request, source_filename
 from .sandbox import SIGNAL_MEANING, signal_of
@@ -339,7 +340,7 @@ def check_trusted_files(verdict: Verdict, files: trusted.TrustedFiles, before: d
     if changes.package:
         trusted.compromise(f"the judge's package changed while an unconfined candidate ran ({changes.describe()})")
     message = f"the judge's trusted files changed while this candidate ran unconfined: {what}"
-    verdict.flags.append(Flag("tampering", REJECT, message))
+    verdict.flags.append(check_flag("trusted_files", REJECT, message))
     verdict.status, verdict.error = FAIL, message
 
 
@@ -437,7 +438,7 @@ def assemble(request: JudgeRequest, result: WorkerResult, info: ProcessInfo, clo
     if result.problem == "forged":
         verdict.status, verdict.error = FAIL, ("the result file did not carry the judge's token: something other "
                                                "than the judge's checker wrote it (the candidate may have forged it)")
-        verdict.flags.append(Flag("tampering", REJECT, verdict.error))
+        verdict.flags.append(check_flag("verdict_token", REJECT, verdict.error))
         return verdict
     if result.complete and not info.timed_out:
         add_last_output(verdict, info, request)

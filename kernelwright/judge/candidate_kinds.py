@@ -13,28 +13,34 @@ import ast
 from dataclasses import dataclass
 
 from ..problem.pysource import attribute_chain, import_aliases, qualified
+from .checks import flag_code
 
-# dotted prefixes -> (flag code, why)
+# dotted prefixes -> (the judge check that finds them, why); checks.CHECKS says the flag each raises
 _FORBIDDEN = {
-    "torch.compile": ("torch_op", "torch.compile hands the work to inductor, which writes the kernels"),
-    "torch._dynamo": ("torch_op", "torch._dynamo hands the work to inductor, which writes the kernels"),
-    "torch._inductor": ("torch_op", "torch._inductor writes the kernels, not the candidate"),
-    "gc.get_objects": ("introspection", "gc.get_objects can find the judge's reference outputs"),
-    "gc.get_referrers": ("introspection", "gc.get_referrers can find the judge's reference outputs"),
-    "sys._getframe": ("introspection", "stack frames expose the judge's local variables"),
-    "inspect.currentframe": ("introspection", "stack frames expose the judge's local variables"),
-    "inspect.stack": ("introspection", "stack frames expose the judge's local variables"),
-    "inspect.getouterframes": ("introspection", "stack frames expose the judge's local variables"),
+    "torch.compile": ("source_torch_compile", "torch.compile hands the work to inductor, which writes the kernels"),
+    "torch._dynamo": ("source_torch_compile", "torch._dynamo hands the work to inductor, which writes the kernels"),
+    "torch._inductor": ("source_torch_compile", "torch._inductor writes the kernels, not the candidate"),
+    "gc.get_objects": ("source_introspection", "gc.get_objects can find the judge's reference outputs"),
+    "gc.get_referrers": ("source_introspection", "gc.get_referrers can find the judge's reference outputs"),
+    "sys._getframe": ("source_introspection", "stack frames expose the judge's local variables"),
+    "inspect.currentframe": ("source_introspection", "stack frames expose the judge's local variables"),
+    "inspect.stack": ("source_introspection", "stack frames expose the judge's local variables"),
+    "inspect.getouterframes": ("source_introspection", "stack frames expose the judge's local variables"),
 }
 _FRAME_ATTRS = {"f_back", "f_locals", "f_globals"}
 
 
 @dataclass
 class Finding:
-    code: str  # "torch_op" or "introspection"
+    check: str  # "source_torch_compile" or "source_introspection" (checks.CHECKS)
     line: int
     what: str
     why: str
+
+    @property
+    def code(self) -> str:
+        """The flag code it raises (the check's, in checks.CHECKS)."""
+        return flag_code(self.check)
 
 
 def backend_of(source: str) -> str:
@@ -62,8 +68,8 @@ def scan(source: str) -> list[Finding]:
         if key in seen:
             continue
         seen.add(key)
-        code, why = _classify(what)
-        findings.append(Finding(code, node.lineno, what, why))
+        check, why = _classify(what)
+        findings.append(Finding(check, node.lineno, what, why))
     return sorted(findings, key=lambda f: f.line)
 
 
@@ -88,7 +94,7 @@ def _resolve(node: ast.AST, aliases: dict[str, str]) -> str | None:
 
 def _classify(what: str) -> tuple[str, str]:
     if what.startswith("frame."):
-        return "introspection", f"{what[6:]} exposes the judge's stack frames and their variables"
+        return "source_introspection", f"{what[6:]} exposes the judge's stack frames and their variables"
     return _FORBIDDEN[what]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .verdict import Flag
+
 
 @dataclass(frozen=True)
 class Check:
@@ -39,13 +41,16 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
           "inputs compared before and after every call"),
     Check("side_stream", "side_stream", "kernelwright.judge.checker.stages.check:side_stream_check",
           "outputs copied when the call's stream is done; a wrong copy that is right once the runner has "
-          "drained its device work is work that escaped the stream"),
+          "drained its device work is work that escaped the stream; so is a timed call whose wall clock to a "
+          "device-wide sync exceeds its events (timing.side_stream_flag)"),
     Check("identity_snapshot", "monkeypatch", "kernelwright.judge.guards:IdentitySnapshot",
           "identities of guarded functions compared after loading and after every call"),
     Check("source_introspection", "introspection", "kernelwright.judge.candidate_kinds:scan",
           "gc / stack-frame access found in the candidate's syntax tree"),
     Check("verdict_token", "tampering", "kernelwright.judge.api:read_result",
           "a verdict file without the checker's secret token is refused"),
+    Check("trusted_files", "tampering", "kernelwright.judge.api:check_trusted_files",
+          "the judge's package and cache records compared before and after a candidate ran unconfined"),
     Check("observed_work", "observed_work", "kernelwright.judge.work:observed_work_flag",
           "calls not recorded op by op run no more torch or library work per call than the recorded ones "
           "(the runner's profiler: kernels of every thread on a GPU, ATen ops of every thread on a CPU)"),
@@ -66,6 +71,12 @@ CHECKS: dict[str, Check] = {c.id: c for c in (
     Check("speed_of_light_floor", "faster_than_floor", "kernelwright.judge.floor:apply",
           "measured time compared with max(flops / peak, bytes / bandwidth)"),
 )}
+
+
+def check_flag(check_id: str, severity: str, message: str) -> Flag:
+    """The flag a check raises: its code from the registry, the check named on it. Every flag a
+    registered check raises is made here (tests/judge/test_checks.py finds any other)."""
+    return Flag(flag_code(check_id), severity, message, check=check_id)
 
 
 def flag_code(check_id: str) -> str:

@@ -28,6 +28,7 @@ import dataclasses
 
 import torch
 
+from .checks import check_flag
 from .peaks import Peaks, peaks_for
 from .verdict import REJECT, WARN, Flag, Floor, TimingStats
 
@@ -131,15 +132,14 @@ def apply(floor: Floor, timing: TimingStats, reject_below: float = REJECT_BELOW)
     (work was skipped or the clock was fooled).
     """
     if timing.median_ms <= 0:
-        return dataclasses.replace(floor), [Flag("faster_than_floor", REJECT, "measured time is zero",
-                                                 check="speed_of_light_floor")]
+        return dataclasses.replace(floor), [check_flag("speed_of_light_floor", REJECT, "measured time is zero")]
     pct = floor.floor_ms / timing.median_ms * 100
     result = dataclasses.replace(floor, pct_of_floor=pct)
     detail = (f"{timing.median_ms:.4g} ms measured against a floor of {floor.floor_ms:.4g} ms "
               f"({floor.bound}-bound; {floor.peak_source} peaks)")
     if timing.median_ms < reject_below * floor.floor_ms:
-        return result, [Flag("faster_than_floor", REJECT, f"impossible speed: {detail}", check="speed_of_light_floor")]
+        return result, [check_flag("speed_of_light_floor", REJECT, f"impossible speed: {detail}")]
     if timing.median_ms < floor.floor_ms:
-        return result, [Flag("faster_than_floor", WARN, f"suspicious: faster than the speed-of-light floor: {detail}",
-                             check="speed_of_light_floor")]
+        return result, [check_flag("speed_of_light_floor", WARN,
+                                   f"suspicious: faster than the speed-of-light floor: {detail}")]
     return result, []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .checks import check_flag
 from .verdict import REJECT, WARN, Flag
 
 _SYNCHRONIZE = torch.cuda.synchronize  # captured at import, before candidate code exists
@@ -118,9 +119,10 @@ def precision_flag(before: dict, after: dict, allow_tf32: bool) -> Flag | None:
         return None
     detail = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(changed.items()))
     severity = WARN if allow_tf32 else REJECT
-    return Flag("precision", severity, f"the candidate changed global precision settings ({detail}): they change "
-                "the numerics of everything else in the process. Lower precision inside your own kernels instead, "
-                "where the measured error decides", check="precision_switches")
+    return check_flag("precision_switches", severity,
+                      f"the candidate changed global precision settings ({detail}): they change "
+                      "the numerics of everything else in the process. Lower precision inside your own kernels instead, "
+                      "where the measured error decides")
 
 
 # --------------------------------------------------------------------------- monkeypatching
@@ -212,8 +214,9 @@ DYNAMO_PATCHES = frozenset({"torch.nn.Module.__init__", "torch.nn.Module.__setst
 
 def monkeypatch_flag(changed: list[str], when: str) -> Flag:
     shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-    return Flag("monkeypatch", REJECT, f"the candidate replaced functions the judge relies on ({when}): {shown}. "
-                "A kernel must not patch torch, timing or comparison functions", check="identity_snapshot")
+    return check_flag("identity_snapshot", REJECT,
+                      f"the candidate replaced functions the judge relies on ({when}): {shown}. "
+                      "A kernel must not patch torch, timing or comparison functions")
 
 
 # --------------------------------------------------------------------------- memory poisoning
@@ -300,9 +303,9 @@ def dynamo_flag(frames_before: int, compile_calls: list[str] | None = None,
         return None
     evidence = ", ".join(calls + ([f"{frames} compiled frames"] if frames > 0 else [])
                          + (["dynamo's patches of torch.nn.Module"] if dynamo_patched else []))
-    return Flag("torch_op", REJECT,
-                f"the candidate used torch.compile / dynamo ({evidence}): inductor writes those kernels, not "
-                "the candidate", check="dynamo_use")
+    return check_flag("dynamo_use", REJECT,
+                      f"the candidate used torch.compile / dynamo ({evidence}): inductor writes those kernels, not "
+                      "the candidate")
 
 
 # --------------------------------------------------------------------------- inputs and caching
@@ -310,17 +313,19 @@ def dynamo_flag(frames_before: int, compile_calls: list[str] | None = None,
 
 def mutation_flag(mutated: list[int]) -> Flag:
     which = ", ".join(str(i) for i in mutated)
-    return Flag("input_mutation", REJECT, f"ModelNew.forward changed its input tensor(s) {which} in place; the "
-                "reference leaves its inputs untouched, so callers would see corrupted inputs",
-                check="input_fingerprint")
+    return check_flag("input_fingerprint", REJECT,
+                      f"ModelNew.forward changed its input tensor(s) {which} in place; the "
+                      "reference leaves its inputs untouched, so callers would see corrupted inputs")
 
 
 def output_cache_flag(detail: str) -> Flag:
-    return Flag("output_cache", REJECT, "ModelNew returned a stale result after the same input buffers were "
-                f"refilled with new values ({detail}): outputs must be recomputed on every call, not cached "
-                "by data_ptr, shape or call count", check="output_refill")
+    return check_flag("output_refill", REJECT,
+                      "ModelNew returned a stale result after the same input buffers were "
+                      f"refilled with new values ({detail}): outputs must be recomputed on every call, not cached "
+                      "by data_ptr, shape or call count")
 
 
 def uninitialized_flag(count: int) -> Flag:
-    return Flag("uninitialized_output", REJECT, f"{count} output elements still hold the judge's poison bytes: the "
-                "kernel never wrote them (e.g. torch.empty with a grid that misses elements)", check="poisoned_memory")
+    return check_flag("poisoned_memory", REJECT,
+                      f"{count} output elements still hold the judge's poison bytes: the "
+                      "kernel never wrote them (e.g. torch.empty with a grid that misses elements)")

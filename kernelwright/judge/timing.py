@@ -28,6 +28,7 @@ from typing import Callable
 
 import torch
 
+from .checks import check_flag
 from .config import JudgeConfig
 from .verdict import REJECT, WARN, INFO, Flag, TimingStats
 
@@ -303,10 +304,12 @@ def side_stream_flag(events_ms: float, wall_ms: float) -> Flag | None:
     detail = (f"events saw {events_ms:.4f} ms, the wall clock to a device-wide sync {wall_ms:.4f} ms "
               "(of the calls checked, the one whose wall time exceeds its events least)")
     if wall_ms > SIDE_REJECT_RATIO * events_ms + SIDE_SLACK_MS:
-        return Flag("side_stream", REJECT, f"GPU work escapes the timed stream: {detail}; "
-                    "launch on the current stream or make it wait for your streams before returning")
+        return check_flag("side_stream", REJECT,
+                          f"GPU work escapes the timed stream: {detail}; "
+                          "launch on the current stream or make it wait for your streams before returning")
     if wall_ms > SIDE_WARN_RATIO * events_ms + SIDE_SLACK_MS:
-        return Flag("side_stream", WARN, f"wall time exceeds event time more than launch overhead explains: {detail}")
+        return check_flag("side_stream", WARN,
+                          f"wall time exceeds event time more than launch overhead explains: {detail}")
     return None
 
 

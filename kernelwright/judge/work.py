@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..problem.ops import FREE_OPS, base_name, op_kind, work_counts, work_kind
 from ..rules import RuleSet
-from .checks import flag_code
+from .checks import check_flag
 from .elf import ElfError, read_elf
 from .verdict import REJECT, Flag, WorkRecord
 
@@ -114,7 +114,7 @@ def _show(counts: dict[str, int]) -> str:
 
 
 def _flag(check: str, message: str) -> Flag:
-    return Flag(flag_code(check), REJECT, message, check=check)
+    return check_flag(check, REJECT, message)
 
 
 # ---------------------------------------------------------------------------------- the checks

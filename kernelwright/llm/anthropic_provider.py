@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from .errors import ProviderResponseError
-from .keys import ANTHROPIC
 from .sdk_provider import SDKProvider
 from .types import CompletionRequest, Usage
 
@@ -12,7 +11,6 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
 
 class AnthropicProvider(SDKProvider):
     name = "anthropic"
-    vendor = ANTHROPIC
 
     def _sdk(self):
         import anthropic

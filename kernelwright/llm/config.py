@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from kernelwright import configfile, envvars
 
+from . import providers
 from .errors import ConfigError
 
 ENV_DEFAULT_SPEC = "KW_LLM"  # KERNELWRIGHT_LLM still read, with a deprecation note
@@ -74,8 +75,8 @@ class LLMConfig(_Strict):
     concurrency: int = Field(4, ge=1)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    openai_api_key: SecretStr | None = Field(None, exclude=True, repr=False)
-    anthropic_api_key: SecretStr | None = Field(None, exclude=True, repr=False)
+    # every registered provider's key, by its variable (providers.PROVIDERS): OPENAI_API_KEY, ...
+    api_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
     endpoint_api_keys: dict[str, SecretStr] = Field(default_factory=dict, exclude=True, repr=False)
 
     @classmethod
@@ -97,11 +98,8 @@ class LLMConfig(_Strict):
         """Copy with keys read from the environment (the only place keys come from)."""
         endpoint_keys = {url: SecretStr(env[e.api_key_env])
                          for url, e in self.endpoints.items() if env.get(e.api_key_env)}
-        return self.model_copy(update={
-            "openai_api_key": _secret(env.get("OPENAI_API_KEY")),
-            "anthropic_api_key": _secret(env.get("ANTHROPIC_API_KEY")),
-            "endpoint_api_keys": endpoint_keys,
-        })
+        vendor_keys = {v.env_name: SecretStr(env[v.env_name]) for v in providers.vendors() if env.get(v.env_name)}
+        return self.model_copy(update={"api_keys": vendor_keys, "endpoint_api_keys": endpoint_keys})
 
     def spec_for(self, role: str) -> str | None:
         return self.roles.get(role, self.default)
@@ -114,8 +112,8 @@ class LLMConfig(_Strict):
 
     def secrets(self) -> list[str]:
         """Every key value, for scrubbing error messages."""
-        keys = [self.openai_api_key, self.anthropic_api_key, *self.endpoint_api_keys.values()]
-        return [k.get_secret_value() for k in keys if k is not None]
+        keys = [*self.api_keys.values(), *self.endpoint_api_keys.values()]
+        return [k.get_secret_value() for k in keys]
 
 
 def _lookup(table: Mapping[str, object], model: str):
@@ -127,20 +125,16 @@ def _lookup(table: Mapping[str, object], model: str):
     return table[max(prefixes, key=len)] if prefixes else None
 
 
-def _secret(value: str | None) -> SecretStr | None:
-    return SecretStr(value) if value else None
-
-
 def _read_toml(path: Path) -> dict:
     try:
         data = configfile.read(path).get("llm", {})  # [llm] of the config, or an LLM-only file
     except configfile.ConfigFileError as exc:
         raise ConfigError(str(exc)) from None
-    for key in ("openai_api_key", "anthropic_api_key", "endpoint_api_keys"):
-        if key in data:
+    for key in data:
+        if key in ("api_keys", "endpoint_api_keys") or key.endswith("_api_key"):
+            names = ", ".join(v.env_name for v in providers.vendors())
             raise ConfigError(f"{path}: {key} may not be set in a file; keys come only from "
-                              "environment variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, or the "
-                              "api_key_env named under [llm.endpoints])")
+                              f"environment variables ({names}, or the api_key_env named under [llm.endpoints])")
     return data
 
 

@@ -22,7 +22,7 @@ from string import Template
 from kernelwright.files import atomic_write
 
 from .errors import AnswerPending, ConfigError
-from .provider import Provider
+from .provider import BuildInner, Provider
 from .types import Completion, CompletionRequest, Usage
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -80,6 +80,10 @@ class ExchangeProvider(Provider):
         self.folder = Path(folder)
         self.model = model
         self.spec = f"exchange:{self.folder}"
+
+    @classmethod
+    def from_spec(cls, spec, config, retry, build: BuildInner) -> "ExchangeProvider":
+        return cls(spec.path)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         started = time.monotonic()

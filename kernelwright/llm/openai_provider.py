@@ -3,7 +3,7 @@ server (vLLM, SGLang, Ollama, OpenRouter, DeepSeek)."""
 from __future__ import annotations
 
 from .errors import ProviderResponseError
-from .keys import OPENAI, is_vendor_host
+from .keys import is_vendor_host
 from .sdk_provider import SDKProvider
 from .types import CompletionRequest, Usage
 
@@ -13,7 +13,6 @@ FIXED_TEMPERATURE_PREFIXES = ("o1", "o3", "o4", "gpt-5")
 
 class OpenAIProvider(SDKProvider):
     name = "openai"
-    vendor = OPENAI
 
     def _sdk(self):
         import openai
@@ -37,7 +36,7 @@ class OpenAIProvider(SDKProvider):
             send_temperature = not self.model.startswith(FIXED_TEMPERATURE_PREFIXES)
         if send_temperature:
             params["temperature"] = request.temperature
-        official = is_vendor_host(self.base_url, OPENAI)
+        official = is_vendor_host(self.base_url, self.vendor)
         field = options.max_tokens_field or ("max_completion_tokens" if official else "max_tokens")
         params[field] = request.max_tokens
         if request.stop:

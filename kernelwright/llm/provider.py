@@ -2,9 +2,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Callable
 
-from .config import Price
+from .config import LLMConfig, Price
+from .errors import ConfigError
+from .retry import RetryPolicy
+from .spec import ProviderSpec
 from .types import Completion, CompletionRequest
+
+#: Builds the provider of an inner spec (a cassette's), as `registry.make_provider` does.
+BuildInner = Callable[[ProviderSpec], "Provider"]
 
 
 class Provider(ABC):
@@ -14,6 +21,11 @@ class Provider(ABC):
     name: str = ""
     model: str = ""
     spec: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: ProviderSpec, config: LLMConfig, retry: RetryPolicy, build: BuildInner) -> "Provider":
+        """The provider a parsed spec names (`providers.PROVIDERS` names the class for each prefix)."""
+        raise ConfigError(f"{cls.__name__} cannot be built from a spec ({spec})")
 
     @abstractmethod
     async def complete(self, request: CompletionRequest) -> Completion:

@@ -13,7 +13,7 @@ from pathlib import Path
 from .cassette import CassetteEntry, append_entry, read_cassette
 from .config import Price
 from .errors import CassetteMiss
-from .provider import Provider
+from .provider import BuildInner, Provider
 from .types import Completion, CompletionRequest
 
 
@@ -26,6 +26,10 @@ class RecordingProvider(Provider):
         self.name, self.model = inner.name, inner.model
         self.spec = f"record:{self.path}={inner.spec}"
         self.source = source or f"{inner.spec} via record"
+
+    @classmethod
+    def from_spec(cls, spec, config, retry, build: BuildInner) -> "RecordingProvider":
+        return cls(build(spec.inner), spec.path)
 
     @property
     def price(self) -> Price | None:
@@ -60,6 +64,11 @@ class ReplayProvider(Provider):
         self.model = fallback.model if fallback else (
             self._models[0] if len(self._models) == 1 else "replay")
         self.spec = f"replay:{self.path}" + (f"={fallback.inner.spec}" if fallback else "")
+
+    @classmethod
+    def from_spec(cls, spec, config, retry, build: BuildInner) -> "ReplayProvider":
+        """A miss goes to the inner spec, recorded into the same cassette (none: strict replay)."""
+        return cls(spec.path, RecordingProvider(build(spec.inner), spec.path) if spec.inner else None)
 
     def request_hash(self, request: CompletionRequest) -> str:
         return self._lookup(request)[0]

@@ -10,8 +10,9 @@ from abc import abstractmethod
 from types import ModuleType
 
 from .config import LLMConfig, Price
-from .keys import Vendor, resolve_key
-from .provider import Provider
+from . import providers
+from .keys import resolve_key
+from .provider import BuildInner, Provider
 from .retry import RetryPolicy, run_with_retries
 from .sdk_client import LoopLocalClient
 from .sdk_errors import CallContext, classify_sdk_error
@@ -20,17 +21,22 @@ from .types import Completion, CompletionRequest, Usage
 
 
 class SDKProvider(Provider):
-    vendor: Vendor
+    """`name` is the provider's spec prefix; its key's variable and host are its registry entry's."""
 
     def __init__(self, spec: ProviderSpec, config: LLMConfig, retry: RetryPolicy):
+        self.vendor = providers.kind(self.name).vendor
         self.model = spec.model
         self.base_url = spec.base_url
         self.spec = str(spec)
         self.config = config
         self.retry = retry
-        self._api_key, key_source = resolve_key(spec.base_url, config, self.vendor)
+        self._api_key, key_source = resolve_key(spec.base_url, config, self.vendor, self.name)
         self._ctx = CallContext(self.name, self.spec, key_source, config.secrets())
         self._client = LoopLocalClient(self._make_client)
+
+    @classmethod
+    def from_spec(cls, spec: ProviderSpec, config: LLMConfig, retry: RetryPolicy, build: BuildInner) -> "SDKProvider":
+        return cls(spec, config, retry)
 
     @property
     def price(self) -> Price | None:

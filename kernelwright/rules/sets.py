@@ -104,7 +104,7 @@ NO_TAMPERING = Rule(
     "memory (`gc`, stack frames) or files (your code runs in a process of its own, which holds none of "
     "them). The same work on every call: calls the judge does not record op by op may not run more torch "
     "or library work than the ones it does.",
-    ("identity_snapshot", "source_introspection", "verdict_token", "observed_work"))
+    ("identity_snapshot", "source_introspection", "verdict_token", "trusted_files", "observed_work"))
 
 OWN_KERNEL = Rule(
     "own-kernel", "an own kernel runs",

@@ -7,7 +7,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-STRATEGIES = ("greedy", "beam", "mcts")
+#: The search strategies by name, the one list: `search/strategies/__init__.py` fills it (each
+#: strategy class under its `name`), and settings, `--strategy`'s help and `make_strategy` read it.
+#: It is filled here rather than imported because the strategies read these settings; importing
+#: this module runs `kernelwright.search` first, which imports the strategies, so it is full before
+#: any Settings is made.
+STRATEGIES: dict[str, type] = {}
 OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
 #: settings added after runs were stored, with the value that means "as before they existed"
 ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedupe": False}

@@ -107,12 +107,12 @@ def test_whole_kernelwright_config_with_other_tables(tmp_path):
 
 def test_keys_come_from_env_and_never_leave(toml_file):
     config = LLMConfig.load(toml_file, env=ENV)
-    assert config.openai_api_key.get_secret_value() == ENV["OPENAI_API_KEY"]
+    assert config.api_keys["OPENAI_API_KEY"].get_secret_value() == ENV["OPENAI_API_KEY"]
     assert config.endpoint_api_keys["https://openrouter.ai/api/v1"].get_secret_value() == ENV["OPENROUTER_API_KEY"]
     dumped = json.dumps(config.model_dump()) + config.model_dump_json() + repr(config) + str(config)
     for secret in ENV.values():
         assert secret not in dumped
-    assert "openai_api_key" not in config.model_dump()
+    assert "api_keys" not in config.model_dump()
     assert sorted(config.secrets()) == sorted(ENV.values())
 
 

@@ -18,6 +18,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from ..checks import check_flag
 from ..verdict import REJECT, Flag, TimingStats
 
 SAMPLE_SHARE = 0.1
@@ -149,6 +150,7 @@ class TimedCalls:
             return []
         shown = "; ".join(self.mismatches[:3]) + (f"; and {len(self.mismatches) - 3} more" if len(self.mismatches) > 3
                                                   else "")
-        return [Flag("timed_mismatch", REJECT, f"{len(self.mismatches)} of the {self.checked} timed calls checked "
-                     f"returned wrong outputs for their inputs ({shown}): every call must compute its own inputs' "
-                     "result, whether or not it is checked", check="timed_outputs")]
+        return [check_flag("timed_outputs", REJECT,
+                           f"{len(self.mismatches)} of the {self.checked} timed calls checked "
+                           f"returned wrong outputs for their inputs ({shown}): every call must compute its own inputs' "
+                           "result, whether or not it is checked")]

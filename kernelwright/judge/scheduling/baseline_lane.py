@@ -37,7 +37,6 @@ children's children do.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -54,9 +53,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import JudgeConfig
+from . import baseline_child
 
 DEFAULT_LANES = 2  # problems measured at once: each runs its kinds at once (2 processes by default)
 MEASURED, CACHED, FAILED, STOPPED = "measured", "cached", "failed", "stopped"
+MODULE = "kernelwright.judge.scheduling.baseline_lane"  # the child: `python -m MODULE`
 LANE_MARGIN_S = 60.0  # beyond the baseline processes' own limits: the child's start and imports
 
 
@@ -267,10 +268,7 @@ def run_child(task: LaneTask, env: dict[str, str], lane: BaselineLane) -> LaneRe
     """Measure in `python -m kernelwright.judge.scheduling.baseline_lane` (killed by `lane.stop()`)."""
     config = task.config
     limit = config.timeout_s + config.compile_timeout_s + LANE_MARGIN_S
-    command = [sys.executable, "-m", "kernelwright.judge.scheduling.baseline_lane", "--problem", str(task.problem),
-               "--overrides", json.dumps(task.overrides), "--config", json.dumps(config.to_dict()),
-               "--device", task.device]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    child = subprocess.Popen(baseline_child.command(MODULE, task), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                              cwd=env.get("HOME"), start_new_session=True)
     if not lane.started(child):
         _kill_group(child)
@@ -302,37 +300,22 @@ def _kill_group(child: subprocess.Popen) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: `get_baselines` for one problem, the device named as the supervisor names it;
-    prints one JSON line (kinds measured now, kinds from the cache, errors)."""
-    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.scheduling.baseline_lane")
-    parser.add_argument("--problem", required=True)
-    parser.add_argument("--overrides", default="{}", help="JSON object")
-    parser.add_argument("--config", default="{}", help="JudgeConfig as JSON")
-    parser.add_argument("--device", required=True)
-    args = parser.parse_args(argv)
-    from ..baseline import get_baselines, wanted_kinds
-    from ..guards import die_with_parent
-    from ..supervisor import device_label
-
-    die_with_parent()
-    config = JudgeConfig.from_dict(json.loads(args.config))
-    label = device_label(args.device, "")
-    if not label:
-        print(json.dumps({"errors": {"lane": f"cannot name {args.device!r} without torch"}, "wanted": ["lane"]}))
-        return 1
-    result = get_baselines(args.problem, json.loads(args.overrides), config, args.device, device_label=label)
-    wanted, _ = wanted_kinds(config, args.device, False, _reference_kind(args.problem))
-    measured = [k for k, info in result.measured.items() if not info.get("from_cache")]
-    cached = [k for k, info in result.measured.items() if info.get("from_cache")]
-    print(json.dumps({"label": label, "measured": measured, "cached": cached, "errors": result.errors,
-                      "wanted": wanted}))
-    return 0
+    """The child (`baseline_child.main`): prints the kinds measured now, those from the cache, the
+    errors and the kinds a candidate's supervisor will want."""
+    return baseline_child.main(argv, MODULE, _reply, lambda device: {
+        "errors": {"lane": f"cannot name {device!r} without torch"}, "wanted": ["lane"]})
 
 
-def _reference_kind(problem: str) -> str:
-    from ...problem.reference import scan_source
+def _reply(done: baseline_child.Measured) -> dict[str, Any]:
+    from ..baseline import wanted_kinds  # noqa: PLC0415 -- in the child only (baseline_child.main)
+    from ...problem.reference import scan_source  # noqa: PLC0415 -- in the child only
 
-    return scan_source(Path(problem).read_text(errors="replace")).kind
+    kind = scan_source(Path(done.problem).read_text(errors="replace")).kind
+    wanted, _ = wanted_kinds(done.config, done.device, False, kind)
+    measured = done.baselines.measured
+    return {"label": done.label, "measured": [k for k, info in measured.items() if not info.get("from_cache")],
+            "cached": [k for k, info in measured.items() if info.get("from_cache")], "errors": done.baselines.errors,
+            "wanted": wanted}
 
 
 if __name__ == "__main__":

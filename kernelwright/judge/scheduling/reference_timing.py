@@ -21,7 +21,6 @@ loaded: a CPU evaluation by default) and says so in the record.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -34,9 +33,11 @@ from typing import Any
 from ...files import atomic_write
 from ..request import SourceText
 from ..config import JudgeConfig
+from . import baseline_child
 
 REQUEST_SUFFIX = ".reference.json"
 RESULT_SUFFIX = ".reference_timing.json"
+MODULE = "kernelwright.judge.scheduling.reference_timing"  # the child: `python -m MODULE`
 MARGIN_S = 60.0  # beyond the baseline processes' own limits: the child's start and imports
 
 
@@ -120,11 +121,8 @@ def run_child(task, env: dict[str, str]) -> dict[str, Any]:
     """`python -m kernelwright.judge.scheduling.reference_timing` for one lane task: its record."""
     config = task.config
     limit = config.timeout_s + 2 * config.compile_timeout_s + MARGIN_S
-    command = [sys.executable, "-m", "kernelwright.judge.scheduling.reference_timing", "--problem", str(task.problem),
-               "--overrides", json.dumps(task.overrides), "--config", json.dumps(config.to_dict()),
-               "--device", task.device]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=env.get("HOME"), timeout=limit)
+        done = subprocess.run(baseline_child.command(MODULE, task), capture_output=True, text=True, env=env, cwd=env.get("HOME"), timeout=limit)
     except subprocess.TimeoutExpired:
         return {"unavailable": f"the measurement gave no result within {limit:.0f} s"}
     try:
@@ -154,27 +152,9 @@ def record(baselines, device_label: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: the problem's baselines (`get_baselines`, the device named as the supervisor names
-    it), printed as one JSON line in the file's layout."""
-    parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.scheduling.reference_timing")
-    parser.add_argument("--problem", required=True)
-    parser.add_argument("--overrides", default="{}", help="JSON object")
-    parser.add_argument("--config", default="{}", help="JudgeConfig as JSON")
-    parser.add_argument("--device", required=True)
-    args = parser.parse_args(argv)
-    from ..baseline import get_baselines
-    from ..guards import die_with_parent
-    from ..supervisor import device_label
-
-    die_with_parent()
-    label = device_label(args.device, "")
-    if not label:
-        print(json.dumps({"unavailable": f"cannot name the device {args.device!r}"}))
-        return 1
-    result = get_baselines(args.problem, json.loads(args.overrides), JudgeConfig.from_dict(json.loads(args.config)),
-                           args.device, device_label=label)
-    print(json.dumps(record(result, label), default=str))
-    return 0
+    """The child (`baseline_child.main`): the problem's baselines printed in the file's layout."""
+    return baseline_child.main(argv, MODULE, lambda done: record(done.baselines, done.label),
+                               lambda device: {"unavailable": f"cannot name the device {device!r}"})
 
 
 if __name__ == "__main__":

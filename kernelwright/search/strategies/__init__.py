@@ -1,13 +1,17 @@
-"""Search strategies pluggable into the engine: greedy refinement, beam search, MCTS."""
+"""Search strategies pluggable into the engine: greedy refinement, beam search, MCTS.
+
+Adding one: its module here (a `Strategy` subclass with a `name`), its class in the line below, and
+its row in docs/optimize.md's table of strategies (a test checks the row, `--strategy`'s help and
+the settings follow the registry)."""
 from __future__ import annotations
 
-from ..settings import Settings, SettingsError
+from ..settings import STRATEGIES, Settings, SettingsError
 from .base import SearchState, Strategy
 from .beam import Beam
 from .greedy import Greedy
 from .mcts import MCTS
 
-STRATEGIES: dict[str, type[Strategy]] = {"greedy": Greedy, "beam": Beam, "mcts": MCTS}
+STRATEGIES.update({cls.name: cls for cls in (Greedy, Beam, MCTS)})  # the registry (search/settings.py)
 
 
 def make_strategy(name: str, settings: Settings) -> Strategy:

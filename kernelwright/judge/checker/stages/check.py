@@ -6,6 +6,7 @@ trial ask the runner for its dispatcher record. Then the rule set's checks on wh
 work, from what the runner recorded of the trials (`observed`), and dynamo."""
 from __future__ import annotations
 
+from ...checks import check_flag
 from ...verdict import ERROR, FAIL, REJECT, CompileResult, Flag, TrialResult
 from .context import Context
 from .records import Built, Checked
@@ -131,9 +132,10 @@ def side_stream_check(ctx: Context, built: Built, case, called) -> None:
     except Exception:  # noqa: BLE001 - the first comparison stands
         return
     if again and check.compare(again, case.ref_outputs, ctx.config, built.loaded.device).ok:
-        ctx.flag(Flag("side_stream", REJECT, "the outputs were still being written after forward returned: at the "
-                      "end of the call they were wrong, a moment later right. Launch on the current stream, or make "
-                      "it wait for your streams and threads before returning", check="side_stream"))
+        ctx.flag(check_flag("side_stream", REJECT,
+                            "the outputs were still being written after forward returned: at the "
+                            "end of the call they were wrong, a moment later right. Launch on the current stream, or make "
+                            "it wait for your streams and threads before returning"))
 
 
 def stop_on_exception(ctx: Context, built: Built, result: TrialResult, error_type: str) -> None:
@@ -158,8 +160,7 @@ def guard_output_cache(ctx: Context, built: Built) -> None:
     share(ctx, built, pristine, grad_outputs)
     called = built.link.call(pristine, grad_outputs, phase=TRIALS)
     if called.error is not None:
-        ctx.flag(Flag("output_cache", REJECT, f"a second call of ModelNew.forward: {called.error}",
-                      check="output_refill"))
+        ctx.flag(check_flag("output_refill", REJECT, f"a second call of ModelNew.forward: {called.error}"))
         return
     cmp = compare_outputs(ctx, called, second.ref_outputs, loaded.device)
     if not cmp.ok:

@@ -5,7 +5,8 @@ to build ModelNew with the reference's seed (the same weights). Nothing of the c
 this process."""
 from __future__ import annotations
 
-from ...verdict import ERROR, REJECT, CompileResult, Flag, dataclass_from
+from ...checks import check_flag
+from ...verdict import ERROR, REJECT, CompileResult, dataclass_from
 from .context import Context
 from .records import Built, Loaded
 
@@ -90,9 +91,9 @@ def static_flags(ctx: Context) -> None:
     from ... import candidate_kinds
 
     for finding in candidate_kinds.scan(ctx.candidate_source):
-        check = "source_torch_compile" if finding.code == "torch_op" else "source_introspection"
-        ctx.flag(Flag(finding.code, REJECT, f"{ctx.candidate_path}, line {finding.line}: uses {finding.what}: "
-                      f"{finding.why}", check=check))
+        ctx.flag(check_flag(finding.check, REJECT,
+                            f"{ctx.candidate_path}, line {finding.line}: uses {finding.what}: "
+                            f"{finding.why}"))
 
 
 def compile_only(ctx: Context) -> None:
