@@ -108,7 +108,8 @@ def tune(
     result.cost = TuneCost(device=getattr(evaluator, "device", ""), pruned_before=len(report.pruned))
     if not feasible or budget == 0:
         return result
-    search = make_tune_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
+    search = make_tune_strategy(strategy, feasible, template.params, seed=seed, budget=budget,
+                                categorical=template.categorical)
     for m in told:  # measured earlier in this tuning: information for the strategy, no evaluation
         search.proposed.add(config_key(m.params))
         search.tell(m.params, m.value)
