@@ -120,7 +120,7 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
     cache = None if no_cache else TuneCache()
     runs, batch = None, workers
     if sweep > 1:  # the budget counts judge evaluations: a sweep and its winner's judgement are two
-        from kernelwright.tune.autopilot import sweep_budget
+        from kernelwright.tune.budget import sweep_budget
         from kernelwright.tune.sweep_eval import SweepEvaluator
 
         evaluator = SweepEvaluator(problem, config, workers=workers, cache=cache)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .budget import sweep_budget
 from .cache import TuneCache
 from .cost import TuneCost
 from .evaluate import JudgeEvaluator, Measurement
@@ -188,14 +189,6 @@ def optimize_without_llm(
                             first=[template.defaults], on_result=handle, stop=stop,
                             max_runs=budget_evals if sweeping else None)
     return _summarize(name, match, template, result, str(template_path))
-
-
-def sweep_budget(evaluations: int | None, sweep: int) -> int | None:
-    """The configurations `evaluations` judge evaluations measure with sweeps of `sweep`: two per
-    sweep (the sweep, its winner's full judgement); an odd one left judges one configuration."""
-    if evaluations is None:
-        return None
-    return (evaluations // 2) * sweep + evaluations % 2
 
 
 def open_cache(cache: TuneCache | str | None) -> TuneCache | None:

@@ -27,13 +27,22 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .constraints import Constraint, ConstraintError, parse_constraint
+from .constraints import FUNCTIONS, Constraint, ConstraintError, parse_constraint
 from .hardware import H100_SXM
-from .params import MAX_DOMAIN, ParamSpec, SpaceError, activity_constraint, infer_kind, parse_param
+from .params import MAX_DOMAIN, PARAM_KINDS, ParamSpec, SpaceError, activity_constraint, infer_kind, parse_param
 
 TUNE_NAME, PARAMS_NAME = "KW_TUNE", "KW_PARAMS"
 BACKENDS = ("triton", "cuda")
-__all__ = ["MAX_DOMAIN", "ParamSpec", "Template", "TemplateError", "config_key", "load_template", "parse_template"]
+__all__ = ["MAX_DOMAIN", "ParamSpec", "Template", "TemplateError", "config_key", "load_template", "parse_template",
+           "vocabulary"]
+
+
+def vocabulary() -> dict[str, Any]:
+    """What a declaration may use, for whoever explains the format (the Templatizer's prompt):
+    parameter kinds, the device-limit names and the functions constraints may call."""
+    return {"kinds": dict(PARAM_KINDS), "limits": list(H100_SXM.as_env()), "functions": list(FUNCTIONS)}
+
+
 _KNOWN_KEYS = {"params", "constraints", "defaults", "sizes", "backend", "name", "meta"}
 
 
