@@ -93,8 +93,9 @@ class SeedCache:
 
     def record(self, template: Template, device: str, measurements: Iterable[Any]) -> None:
         """Merge measurements (tune.evaluate.Measurement) into this shape's record: a timed one
-        keeps its fastest time, a failed one leaves the record; never raises for the file."""
-        rows = [(dict(m.params), m.value) for m in measurements]
+        keeps its fastest time (a full judgement outranks a sweep time), a failed one leaves the
+        record; never raises for the file."""
+        rows = [(dict(m.params), m.value, m.ok) for m in measurements]
         if not rows:
             return
         path, shape = self.path(template), shape_of(template)
@@ -125,15 +126,18 @@ class SeedCache:
             return []
 
 
-def _merge(record: dict[str, Any], rows: list[tuple[dict[str, Any], float | None]]) -> None:
+def _merge(record: dict[str, Any], rows: list[tuple[dict[str, Any], float | None, bool]]) -> None:
+    """Fully judged configurations first (their times compare), then swept ones by sweep time (one
+    repeat: a sweep's winner judged in full may read slower than its rivals' sweep times)."""
     kept = {config_key(c["params"]): c for c in record["configs"]}
-    for params, value in rows:
+    for params, value, judged in rows:
         key = config_key(params)
+        old = kept.get(key)
         if value is None:  # measured and failed (here, now): no longer a seed
             kept.pop(key, None)
-        elif key not in kept or value < kept[key]["time_ms"]:
-            kept[key] = {"params": params, "time_ms": value, "at": round(time.time())}
-    record["configs"] = sorted(kept.values(), key=lambda c: c["time_ms"])[:KEPT]
+        elif old is None or (judged, -value) > (bool(old.get("judged")), -old["time_ms"]):
+            kept[key] = {"params": params, "time_ms": value, "judged": judged, "at": round(time.time())}
+    record["configs"] = sorted(kept.values(), key=lambda c: (not c.get("judged"), c["time_ms"]))[:KEPT]
 
 
 def _valid(record: Any) -> bool:

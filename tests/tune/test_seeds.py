@@ -140,3 +140,18 @@ def test_the_autopilot_seeds_only_with_the_users_cache():
     assert isinstance(open_seeds("default", "default"), SeedCache)
     assert open_seeds("default", None) is None and open_seeds("default", object()) is None
     assert open_seeds(None, "default") is None
+
+
+def test_a_fully_judged_winner_outranks_faster_sweep_times(tmp_path):
+    """A sweep's times (one repeat) and a full judgement's do not compare: the configuration judged
+    in full (the tuning's best) seeds first, the swept ones after it by their sweep times."""
+    seeds = SeedCache(tmp_path / "seeds")
+    t = template()
+    winner, rival = dict(BEST), {"BLOCK": 512, "num_warps": 4, "GRID": "oneshot"}
+    seeds.record(t, "NVIDIA H100", [Measurement(dict(rival), "swept", time_ms=0.8),
+                                    Measurement(dict(winner), "pass", time_ms=1.1)])
+    assert seeds.lookup(t, "NVIDIA H100") == [winner, rival]
+    seeds.record(t, "NVIDIA H100", [Measurement(dict(winner), "swept", time_ms=0.5)])  # a later sweep time
+    assert seeds.lookup(t, "NVIDIA H100")[0] == winner
+    stored = json.loads(seeds.path(t).read_text())["records"][0]["configs"]
+    assert stored[0]["judged"] and stored[0]["time_ms"] == 1.1  # the full time is kept
