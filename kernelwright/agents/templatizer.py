@@ -9,6 +9,8 @@ original (tune.verify.verify_default) before any tuning.
 from __future__ import annotations
 
 from kernelwright.llm.parse import extract_code
+from kernelwright.tune.budget import TuneBudget
+from kernelwright.tune.template import vocabulary
 
 from . import sections
 from .base import Agent
@@ -22,6 +24,19 @@ class Templatizer(Agent):
     template = "templatizer.md.j2"
     default_max_tokens = 8192
     default_temperature = 0.0  # a rewrite that must keep behaviour: the likeliest answer, not a creative one
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # the declaration's vocabulary (kinds, limit names, functions) from the parser's own tables;
+        # a global, so the format reads the same in the prompt and in a parse failure's feedback
+        self.env.globals["tune_vocabulary"] = vocabulary()
+
+    def variables(self, ctx: AgentContext) -> dict:
+        """Also `plan`: the tuning budget (ctx.extra `tune_budget` judge evaluations, `tune_sweep`
+        configurations per sweep) as tune.budget counts it, or None when the caller set none."""
+        evaluations = ctx.extra.get("tune_budget")
+        plan = TuneBudget(int(evaluations), int(ctx.extra.get("tune_sweep") or 0)) if evaluations else None
+        return {**super().variables(ctx), "plan": plan}
 
     def sections(self, ctx: AgentContext) -> list[Section]:
         kernel = ctx.parent or ctx.best  # the candidate at hand (the search's), else the best

@@ -45,7 +45,8 @@ def tune_command(
     settings: list[str] = typer.Option([], "--set", help="size override name=value (repeatable)"),
     device: str = typer.Option("auto", "--device", help="auto | cuda | cpu"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write the best instance"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="measure again even when cached"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="measure again even when cached, and start the "
+                                  "search without the seeds of earlier tunings"),
     prune_only: bool = typer.Option(False, "--prune-only", help="show the prune report and stop"),
     json_out: bool = typer.Option(False, "--json", help="print the tuning result as JSON"),
     rules: Optional[str] = typer.Option(None, "--rules", help="rule set the judge applies: kernelbench (default), "
@@ -117,10 +118,13 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
         report = prune_space(template)
         _print_prune(report, template)
         return EXIT_PASS if report.feasible else EXIT_NONE
+    from kernelwright.tune.seeds import SeedCache
+
     cache = None if no_cache else TuneCache()
+    seeds = None if no_cache else SeedCache()  # where the search starts: this template's best measured before
     runs, batch = None, workers
     if sweep > 1:  # the budget counts judge evaluations: a sweep and its winner's judgement are two
-        from kernelwright.tune.autopilot import sweep_budget
+        from kernelwright.tune.budget import sweep_budget
         from kernelwright.tune.sweep_eval import SweepEvaluator
 
         evaluator = SweepEvaluator(problem, config, workers=workers, cache=cache)
@@ -135,7 +139,7 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
 
     try:
         result = tune_groupwise(template, evaluator, strategy=strategy, budget=budget, seed=seed, batch=batch,
-                                first=[template.defaults], on_result=show, max_runs=runs)
+                                first=[template.defaults], on_result=show, max_runs=runs, seeds=seeds)
     except ValueError as exc:  # e.g. a strategy whose package is missing
         console.print(f"[red]{escape(str(exc))}[/]")
         return EXIT_USAGE

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .budget import sweep_budget
 from .cache import TuneCache
 from .cost import TuneCost
 from .evaluate import JudgeEvaluator, Measurement
 from .hardware import DeviceLimits, detect_limits
+from .seeds import SeedCache
 from .template import Template
 from .tuner import Trial, TuneResult, tune_groupwise
 
@@ -129,6 +131,7 @@ def optimize_without_llm(
     make_evaluator: Callable[..., Any] | None = None,
     batch: int | None = None,
     sweep: int = 0,
+    seeds: SeedCache | str | None = "default",
 ) -> AutopilotResult:
     """Match, tune and verify `problem_path` with the built-in templates; never raises for a
     problem the library cannot handle (the result says why). `stop()` is asked before each
@@ -138,7 +141,10 @@ def optimize_without_llm(
     configurations are proposed at once (default `workers`). `sweep` > 1: configurations are
     benchmarked `sweep` at a time inside one judge evaluation and each batch's fastest judged in
     full (tune/sweep_eval.py); `budget_evals` then counts judge evaluations (a batch costs two),
-    not configurations."""
+    not configurations. `seeds` (tune/seeds.py): where the search starts, after the defaults (the
+    fastest configurations measured before for this template family, device and nearest shape);
+    "default" is the user's seed files when `cache` is "default" too, else none (a caller with a
+    cache of its own, a run's store, replays its run and must ask what it asked before)."""
     from kernelwright.judge import JudgeConfig
     from kernelwright.problem import ProblemError, load_problem
 
@@ -186,16 +192,17 @@ def optimize_without_llm(
     result = tune_groupwise(template, evaluator, strategy=strategy, budget=configs,
                             limits=limits, seed=seed, batch=sweep if sweeping else (batch or workers),
                             first=[template.defaults], on_result=handle, stop=stop,
-                            max_runs=budget_evals if sweeping else None)
+                            max_runs=budget_evals if sweeping else None, seeds=open_seeds(seeds, cache))
     return _summarize(name, match, template, result, str(template_path))
 
 
-def sweep_budget(evaluations: int | None, sweep: int) -> int | None:
-    """The configurations `evaluations` judge evaluations measure with sweeps of `sweep`: two per
-    sweep (the sweep, its winner's full judgement); an odd one left judges one configuration."""
-    if evaluations is None:
-        return None
-    return (evaluations // 2) * sweep + evaluations % 2
+def open_seeds(seeds: SeedCache | str | None, cache: Any) -> SeedCache | None:
+    """The seed files to use: "default" means the user's when the measurement cache is the user's."""
+    if seeds == "default":
+        return SeedCache() if cache == "default" else None
+    if isinstance(seeds, (str, os.PathLike)):
+        return SeedCache(seeds)
+    return seeds
 
 
 def open_cache(cache: TuneCache | str | None) -> TuneCache | None:

@@ -188,6 +188,8 @@ def _explain(node: ast.AST, env: dict[str, Any]) -> str:
         for value in node.values:
             if not _eval(value, env):
                 return _explain(value, env)
+    if isinstance(node, ast.BoolOp):  # every alternative is false: the last says most (a `when` condition)
+        return _explain(node.values[-1], env)
     if isinstance(node, ast.Compare):
         left_node = node.left
         for op, right_node in zip(node.ops, node.comparators, strict=False):

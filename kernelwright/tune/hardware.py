@@ -39,6 +39,7 @@ class DeviceLimits:
             "SMEM": self.smem_per_block_optin,
             "SMEM_PER_SM": self.smem_per_sm,
             "SM_COUNT": self.sm_count,
+            "NUM_SMS": self.sm_count,  # the same, by the name persistent Triton kernels give it
             "CC": major * 10 + minor,
             "L2_BYTES": self.l2_bytes,
         }

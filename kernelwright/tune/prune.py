@@ -83,6 +83,17 @@ def prune_space(template: Template, limits: DeviceLimits | None = None) -> Prune
     return report
 
 
+def check_space(report: PruneReport) -> None:
+    """TemplateError when the constraints leave no configuration: the declared space is unusable,
+    and the message names the constraints that removed the most (what to loosen)."""
+    if report.feasible:
+        return
+    where = f" on {report.limits.name}" if report.limits is not None else ""
+    top = sorted(report.reasons().items(), key=lambda kv: -kv[1])[:3]
+    why = "; ".join(f"{reason} (removed {count})" for reason, count in top)
+    raise TemplateError(f"the constraints leave none of the {report.total} configuration(s){where}: {why}")
+
+
 def first_violation(checks: list[Constraint], env: dict[str, Any]) -> str | None:
     for constraint in checks:
         ok, why = constraint.check(env)

@@ -24,7 +24,7 @@ from typing import Any
 
 from .evaluate import PRUNED, Measurement
 from .hardware import DeviceLimits
-from .prune import PrunedConfig, PruneReport, prune_space
+from .prune import PrunedConfig, PruneReport, check_space, prune_space
 from .strategies import TuneStrategy, make_tune_strategy
 from .template import Template, config_key
 from .tuner import Trial, TuneResult, resolve_strategy
@@ -35,6 +35,7 @@ class TunerState:
                  seed: int = 0, first: list[dict[str, Any]] | None = None, prune: PruneReport | None = None):
         self.template = template
         self.prune = prune or prune_space(template, limits)
+        check_space(self.prune)  # an empty space is the template's fault: TemplateError says which constraints
         feasible = self.prune.feasible
         self.budget = len(feasible) if budget is None else max(0, min(budget, len(feasible)))
         self.strategy = resolve_strategy(strategy, self.budget, len(feasible))
@@ -44,7 +45,8 @@ class TunerState:
         self._search: TuneStrategy | None = None
         self._first: list[dict[str, Any]] = []
         if feasible and self.budget:
-            self._search = make_tune_strategy(self.strategy, feasible, template.params, seed=seed, budget=self.budget)
+            self._search = make_tune_strategy(self.strategy, feasible, template.params, seed=seed, budget=self.budget,
+                                              categorical=template.categorical)
             keys = {config_key(c) for c in feasible}
             for config in first or []:
                 key = config_key(config)

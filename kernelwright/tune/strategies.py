@@ -8,7 +8,8 @@ an in-process timer on a GPU, or against a table measured earlier (tune_replay).
 - exhaustive: every feasible configuration in declaration order.
 - random: a seeded permutation (sampling without replacement).
 - tpe / cmaes / gp: optuna samplers. Numeric parameters are encoded as the index into their sorted
-  values (an ordinal the samplers can model as an integer), other values as categories. Proposals
+  values (an ordinal the samplers can model as an integer), other values, and parameters the
+  template declares categorical (a `choice`, or a grid/precision/algorithm kind), as categories. Proposals
   that are infeasible or already measured are told to the sampler (a failure, or the known value)
   and replaced by the nearest feasible configuration not measured yet, so every ask makes
   progress where the sampler wanted to look.
@@ -87,7 +88,8 @@ class RandomSearch(OrderedStrategy):
 class OptunaStrategy(TuneStrategy):
     """An optuna sampler driven through study.ask()/study.tell() on the encoded space."""
 
-    def __init__(self, configs, params: dict[str, tuple], sampler: str, seed: int = 0, budget: int | None = None):
+    def __init__(self, configs, params: dict[str, tuple], sampler: str, seed: int = 0, budget: int | None = None,
+                 categorical: set[str] | frozenset[str] = frozenset()):
         super().__init__(configs, seed)
         import optuna
 
@@ -95,8 +97,9 @@ class OptunaStrategy(TuneStrategy):
         self.name = sampler
         self.optuna = optuna
         self.params = {k: tuple(v) for k, v in params.items()}
+        self.ordinal = {k for k, v in self.params.items() if _is_numeric(v) and k not in categorical}
         self.feasible = {config_key(c) for c in self.configs}
-        self.distributions = {k: _distribution(optuna, v) for k, v in self.params.items()}
+        self.distributions = {k: _distribution(optuna, v, k in self.ordinal) for k, v in self.params.items()}
         self.study = optuna.create_study(direction="minimize", sampler=_make_sampler(optuna, sampler, seed, budget))
         self.trials: dict[str, Any] = {}  # config key -> open optuna trial
         self.rng = random.Random(seed)
@@ -152,7 +155,7 @@ class OptunaStrategy(TuneStrategy):
     def _distance(self, a: dict[str, Any], b: dict[str, Any]) -> float:
         total = 0.0
         for name, values in self.params.items():
-            if _is_numeric(values):
+            if name in self.ordinal:
                 order = _ordered(values)
                 total += abs(order.index(a[name]) - order.index(b[name])) / max(1, len(order) - 1)
             else:
@@ -170,11 +173,11 @@ class OptunaStrategy(TuneStrategy):
         config = {}
         for name, values in self.params.items():
             value = raw[name]
-            config[name] = _ordered(values)[value] if _is_numeric(values) else value
+            config[name] = _ordered(values)[value] if name in self.ordinal else value
         return config
 
     def _encode(self, config: dict[str, Any]) -> dict[str, Any]:
-        return {name: (_ordered(values).index(config[name]) if _is_numeric(values) else config[name])
+        return {name: (_ordered(values).index(config[name]) if name in self.ordinal else config[name])
                 for name, values in self.params.items()}
 
 
@@ -203,8 +206,8 @@ def _ordered(values: tuple) -> list:
     return sorted(values)
 
 
-def _distribution(optuna, values: tuple):
-    if _is_numeric(values):
+def _distribution(optuna, values: tuple, ordinal: bool):
+    if ordinal:
         return optuna.distributions.IntDistribution(0, len(values) - 1)
     return optuna.distributions.CategoricalDistribution(list(values))
 
@@ -242,8 +245,10 @@ def _sampler(optuna, name: str, seed: int, budget: int | None):
 
 
 def make_tune_strategy(name: str, configs: list[dict[str, Any]], params: dict[str, tuple],
-                  seed: int = 0, budget: int | None = None) -> TuneStrategy:
-    """A strategy by name (see STRATEGIES) over the feasible `configs` of a space `params`."""
+                       seed: int = 0, budget: int | None = None,
+                       categorical: set[str] | frozenset[str] = frozenset()) -> TuneStrategy:
+    """A strategy by name (see STRATEGIES) over the feasible `configs` of a space `params`;
+    `categorical` names numeric parameters whose values have no order (Template.categorical)."""
     if name == "exhaustive":
         return Exhaustive(configs, seed)
     if name == "random":
@@ -254,5 +259,5 @@ def make_tune_strategy(name: str, configs: list[dict[str, Any]], params: dict[st
         except ImportError:
             raise ValueError(f"the {name} strategy needs optuna (pip install optuna); "
                              "exhaustive and random need nothing") from None
-        return OptunaStrategy(configs, params, name, seed, budget)
+        return OptunaStrategy(configs, params, name, seed, budget, categorical)
     raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(TUNE_STRATEGIES)}")

@@ -14,8 +14,9 @@ A template is a Python candidate (it defines `ModelNew`) with two module-level a
 and code that reads its parameters from `KW_PARAMS`. `instantiate()` replaces the `KW_PARAMS`
 statement by a literal dict, so an instance is a standalone candidate the judge checks like any
 other. KW_TUNE is read with `ast.literal_eval`: parsing a template never runs its code.
-Parameter domains are lists of values or ``{"range": [lo, hi], "step": s}`` /
-``{"pow2": [lo, hi]}`` (both inclusive).
+Parameter domains are lists of values, or dicts (tune/params.py): ``{"values": [...]}``,
+``{"choice": [...]}`` (categorical), ``{"range": [lo, hi], "step": s}``, ``{"pow2": [lo, hi]}`` (both
+inclusive), with an optional ``kind`` and an activity condition ``when`` (with its ``off`` value).
 """
 from __future__ import annotations
 
@@ -26,12 +27,22 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .constraints import Constraint, ConstraintError, parse_constraint
+from .constraints import FUNCTIONS, Constraint, ConstraintError, parse_constraint
 from .hardware import H100_SXM
+from .params import MAX_DOMAIN, PARAM_KINDS, ParamSpec, SpaceError, activity_constraint, infer_kind, parse_param
 
 TUNE_NAME, PARAMS_NAME = "KW_TUNE", "KW_PARAMS"
 BACKENDS = ("triton", "cuda")
-MAX_DOMAIN = 4096  # values in one parameter's domain
+__all__ = ["MAX_DOMAIN", "ParamSpec", "Template", "TemplateError", "config_key", "load_template", "parse_template",
+           "vocabulary"]
+
+
+def vocabulary() -> dict[str, Any]:
+    """What a declaration may use, for whoever explains the format (the Templatizer's prompt):
+    parameter kinds, the device-limit names and the functions constraints may call."""
+    return {"kinds": dict(PARAM_KINDS), "limits": list(H100_SXM.as_env()), "functions": list(FUNCTIONS)}
+
+
 _KNOWN_KEYS = {"params", "constraints", "defaults", "sizes", "backend", "name", "meta"}
 
 
@@ -50,6 +61,21 @@ class Template:
     name: str = "template"
     meta: dict[str, Any] = field(default_factory=dict)
     params_span: tuple[int, int] = (0, 0)  # 1-based first and last line of the KW_PARAMS statement
+    specs: dict[str, ParamSpec] = field(default_factory=dict)  # kind, categorical, when (tune/params.py)
+
+    def spec(self, name: str) -> ParamSpec:
+        return self.specs.get(name) or ParamSpec(kind=infer_kind(name))
+
+    @property
+    def categorical(self) -> set[str]:
+        """Parameters whose values have no order (the samplers treat them as categories)."""
+        return {n for n, values in self.params.items()
+                if self.spec(n).categorical or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                       for v in values)}
+
+    def kinds(self) -> dict[str, str]:
+        """Parameter -> its kind (tune/params.PARAM_KINDS)."""
+        return {n: self.spec(n).kind for n in self.params}
 
     @property
     def hash(self) -> str:
@@ -143,26 +169,65 @@ def parse_template(source: str, name: str = "template") -> Template:
     _check_whole_lines(source, params_node)
     if not _reads_params(tree, params_node):
         raise TemplateError(f"the code never reads {PARAMS_NAME}, so every instance would be the same kernel")
-    params = {k: _domain(k, v) for k, v in _dict(decl, "params").items()}
-    if not params:
-        raise TemplateError(f"{TUNE_NAME}['params'] declares no parameter")
+    params, specs = _params(_dict(decl, "params"))
     sizes = _dict(decl, "sizes", required=False)
     defaults = _defaults(_dict(decl, "defaults"), params)
-    known = set(params) | set(sizes) | set(H100_SXM.as_env())
-    constraints = []
-    for text in decl.get("constraints", []) or []:
-        try:
-            constraints.append(parse_constraint(text, known))
-        except ConstraintError as exc:
-            raise TemplateError(str(exc)) from None
+    constraints = _constraints(decl.get("constraints", []) or [], params, specs, sizes)
     backend = decl.get("backend", "triton")
     if backend not in BACKENDS:
         raise TemplateError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     return Template(
         source=source, params=params, defaults=defaults, constraints=constraints, sizes=dict(sizes),
         backend=backend, name=str(decl.get("name") or name), meta=dict(decl.get("meta") or {}),
-        params_span=(params_node.lineno, params_node.end_lineno),
+        params_span=(params_node.lineno, params_node.end_lineno), specs=specs,
     )
+
+
+def _params(declared: dict) -> tuple[dict[str, tuple], dict[str, ParamSpec]]:
+    params, specs = {}, {}
+    for name, spec in declared.items():
+        try:
+            params[name], specs[name] = parse_param(name, spec)
+        except SpaceError as exc:
+            raise TemplateError(str(exc)) from None
+    if not params:
+        raise TemplateError(f"{TUNE_NAME}['params'] declares no parameter")
+    return params, specs
+
+
+def _constraints(texts: list, params: dict[str, tuple], specs: dict[str, ParamSpec],
+                 sizes: dict) -> list[Constraint]:
+    """The declared constraints, then one per conditional parameter (`when`), each checked: known
+    names only, no condition on the parameter it switches, no constraint that holds for no
+    configuration whatever the parameters."""
+    if not isinstance(texts, list):
+        raise TemplateError(f"{TUNE_NAME}['constraints'] must be a list of expressions")
+    known = set(params) | set(sizes) | set(H100_SXM.as_env())
+    found = []
+    for text in texts:
+        try:
+            constraint = parse_constraint(text, known)
+        except ConstraintError as exc:
+            raise TemplateError(str(exc)) from None
+        if not constraint.names & set(params) and not constraint.names - set(sizes):
+            holds, why = constraint.check(dict(sizes))
+            if not holds:  # depends on the sizes alone and is false: the space is empty
+                raise TemplateError(f"constraint {constraint.text!r} involves no parameter and is false at the "
+                                    f"declared sizes ({why}), so it removes every configuration")
+        found.append(constraint)
+    for name, spec in specs.items():
+        text = activity_constraint(name, spec)
+        if text is None:
+            continue
+        try:
+            condition = parse_constraint(spec.when, known)
+        except ConstraintError as exc:
+            raise TemplateError(f"parameter {name}: its 'when' is not usable: {exc}") from None
+        if name in condition.names:
+            raise TemplateError(f"parameter {name}: its 'when' ({spec.when!r}) names {name} itself; it must "
+                                "depend on other parameters, the sizes or the device limits")
+        found.append(parse_constraint(text, known))
+    return found
 
 
 def load_template(path) -> Template:
@@ -209,47 +274,6 @@ def _dict(decl: dict, key: str, required: bool = True) -> dict:
     if not isinstance(value, dict):
         raise TemplateError(f"{TUNE_NAME}[{key!r}] must be a dict")
     return value
-
-
-def _domain(name: str, spec: Any) -> tuple:
-    if not isinstance(name, str) or not name.isidentifier():
-        raise TemplateError(f"parameter name {name!r} must be an identifier")
-    if isinstance(spec, dict):
-        values = _expand(name, spec)
-    elif isinstance(spec, (list, tuple)):
-        values = list(spec)
-    else:
-        raise TemplateError(f"parameter {name}: give a list of values, {{'range': [lo, hi]}} or {{'pow2': [lo, hi]}}")
-    if not values:
-        raise TemplateError(f"parameter {name} has an empty domain")
-    if len(values) > MAX_DOMAIN:
-        raise TemplateError(f"parameter {name} has {len(values)} values; at most {MAX_DOMAIN}")
-    for value in values:
-        if not isinstance(value, (int, float, str, bool)):
-            raise TemplateError(f"parameter {name}: value {value!r} is not a number, string or bool")
-    if len(set(map(repr, values))) != len(values):
-        raise TemplateError(f"parameter {name} lists a value twice")
-    return tuple(values)
-
-
-def _expand(name: str, spec: dict) -> list:
-    if "range" in spec:
-        lo, hi = spec["range"]
-        step = spec.get("step", 1)
-        if not all(isinstance(v, int) for v in (lo, hi, step)) or step <= 0:
-            raise TemplateError(f"parameter {name}: range bounds and step must be integers, step > 0")
-        return list(range(lo, hi + 1, step))
-    if "pow2" in spec:
-        lo, hi = spec["pow2"]
-        if not (isinstance(lo, int) and isinstance(hi, int) and 0 < lo <= hi):
-            raise TemplateError(f"parameter {name}: pow2 bounds must be integers 0 < lo <= hi")
-        values, v = [], 1
-        while v <= hi:
-            if v >= lo:
-                values.append(v)
-            v *= 2
-        return values
-    raise TemplateError(f"parameter {name}: a dict domain needs 'range' or 'pow2'")
 
 
 def _defaults(defaults: dict, params: dict[str, tuple]) -> dict:

@@ -10,7 +10,9 @@ Each result carries its cost (tune.cost): evaluations, fresh and cached, and the
 in fewer evaluations than configurations (a sweep, tune/sweep_eval.py: a batch of N costs two)
 then measures many configurations per evaluation, and the loop stops before a batch it cannot pay.
 `stop()`, when given, is asked before each batch of evaluations: a time limit or a fatal error
-ends the loop between instances.
+ends the loop between instances. `seeds` (tune/seeds.py), when given, puts the fastest
+configurations measured earlier for the same template family, device and (nearest) shape right
+after `first`, and records every batch measured here.
 """
 from __future__ import annotations
 
@@ -22,8 +24,11 @@ from .cost import TuneCost, step_cost
 from .evaluate import Evaluator, Measurement, runs_for
 from .hardware import DeviceLimits
 from .prune import PrunedConfig, PruneReport, prune_space
+from .seeds import SeedCache
 from .strategies import make_tune_strategy
-from .template import Template, config_key
+from .template import Template, TemplateError, config_key
+
+SEEDS = 4  # most configurations seeded from earlier tunings (and at most a quarter of the budget)
 
 
 @dataclass
@@ -94,9 +99,11 @@ def tune(
     stop: Callable[[], bool] | None = None,
     known: dict[str, Measurement] | None = None,
     max_runs: int | None = None,
+    seeds: SeedCache | None = None,
 ) -> TuneResult:
     """Search `template`'s space with `strategy`, measuring through `evaluator`, within `budget`
-    configurations and `max_runs` judge evaluations (None: no bound)."""
+    configurations and `max_runs` judge evaluations (None: no bound), starting from `first` and
+    from what `seeds` knows of this template."""
     started = time.monotonic()
     report = prune or prune_space(template, limits)
     feasible = report.feasible
@@ -108,14 +115,21 @@ def tune(
     result.cost = TuneCost(device=getattr(evaluator, "device", ""), pruned_before=len(report.pruned))
     if not feasible or budget == 0:
         return result
-    search = make_tune_strategy(strategy, feasible, template.params, seed=seed, budget=budget)
+    search = make_tune_strategy(strategy, feasible, template.params, seed=seed, budget=budget,
+                                categorical=template.categorical)
     for m in told:  # measured earlier in this tuning: information for the strategy, no evaluation
         search.proposed.add(config_key(m.params))
         search.tell(m.params, m.value)
     done = {config_key(m.params) for m in told}
-    seeded = [c for c in (first or []) if config_key(c) in feasible_keys and config_key(c) not in done][:budget]
-    for config in seeded:
-        search.proposed.add(config_key(config))
+    device = getattr(evaluator, "device", "")
+    starts = list(first or []) + seeded_configs(template, seeds, device, budget)
+    seeded = []
+    for config in starts:
+        key = config_key(config)
+        if key in feasible_keys and key not in done and len(seeded) < budget:
+            done.add(key)
+            seeded.append(config)
+            search.proposed.add(key)
     pending = list(seeded)
     runs = 0
     while len(result.trials) < budget and not (stop is not None and stop()):
@@ -130,19 +144,39 @@ def tune(
             asked += search.ask(take - len(asked))
         if not asked:
             break
-        for measurement in evaluator.evaluate(template, asked):
+        measured = evaluator.evaluate(template, asked)
+        for measurement in measured:
             runs += 0 if measurement.cached else measurement.runs
             search.tell(measurement.params, measurement.value)
             trial = Trial(len(result.trials), measurement)
             result.trials.append(trial)
             if on_result is not None:
                 on_result(trial)
+        if seeds is not None:
+            seeds.record(template, device, measured)
     for item in result.trials:  # configs pruned after compiling join the prune report
         if item.measurement.status == "pruned":
             report.after_compile.append(PrunedConfig(item.params, item.measurement.error or "", stage="compiled"))
     result.cost = step_cost([t.measurement for t in result.trials], device=result.cost.device,
                             wall_s=time.monotonic() - started, pruned_before=len(report.pruned))
     return result
+
+
+def seeded_configs(template: Template, seeds: SeedCache | None, device: str, budget: int) -> list[dict[str, Any]]:
+    """The configurations `seeds` holds for this template, best first, each moved into the
+    template's current space (a value outside a restricted domain takes the template's default:
+    a kernel tuned in turn gets the seeds' values of its own parameters), at most SEEDS and a
+    quarter of the budget."""
+    if seeds is None or budget <= 1:
+        return []
+    found = []
+    for config in seeds.lookup(template, device, limit=min(SEEDS, max(1, budget // 4))):
+        try:
+            found.append(template.complete({k: v for k, v in config.items()
+                                             if v in template.params.get(k, ())}))
+        except TemplateError:
+            continue
+    return found
 
 
 def resolve_strategy(strategy: str, budget: int, feasible: int) -> str:
@@ -172,6 +206,7 @@ def tune_groupwise(
     on_result: Callable[[Trial], None] | None = None,
     stop: Callable[[], bool] | None = None,
     max_runs: int | None = None,
+    seeds: SeedCache | None = None,
 ) -> TuneResult:
     """Tune a multi-kernel template one kernel at a time (the others held at their best so far).
 
@@ -185,7 +220,7 @@ def tune_groupwise(
     prefixes = template.groups
     if len(prefixes) == 1:
         return tune(template, evaluator, strategy=strategy, budget=budget, limits=limits, seed=seed,
-                    batch=batch, first=first, on_result=on_result, stop=stop, max_runs=max_runs)
+                    batch=batch, first=first, on_result=on_result, stop=stop, max_runs=max_runs, seeds=seeds)
     best = dict(template.defaults)
     free = {p: [n for n in template.params if n.startswith(p)] for p in prefixes}
     reports = {p: prune_space(_pinned(template, free[p], best), limits) for p in prefixes}
@@ -216,7 +251,8 @@ def tune_groupwise(
         runs = None if max_runs is None else runs_left if i == len(prefixes) - 1 else \
             min(runs_left, max(runs_for(evaluator, 2), round(max_runs * sizes[prefix] / max(1, total))))
         part = tune(sub, evaluator, strategy=strategy, budget=share, limits=limits, seed=seed, batch=batch,
-                    first=first if i == 0 else None, on_result=forward, stop=stop, known=known, max_runs=runs)
+                    first=first if i == 0 else None, on_result=forward, stop=stop, known=known, max_runs=runs,
+                    seeds=seeds)
         runs_left = None if max_runs is None else runs_left - part.cost.judge_runs
         left -= len(part.trials)
         merged.after_compile.extend(part.prune.after_compile)

@@ -84,5 +84,38 @@ def test_the_format_example_is_a_template_the_parser_accepts():
     text = (BUILTIN_PROMPTS / "format_templatizer.md.j2").read_text()
     declaration = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     template = parse_template(ORIGINAL.replace("BLOCK=128", 'BLOCK=KW_PARAMS["BLOCK_M"]') + declaration, name="x")
-    assert template.sizes == {"N": 4096} and len(template.constraints) == 2
-    assert template.defaults == {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+    assert template.sizes == {"N": 4096, "K": 8192} and len(template.constraints) == 3  # two, and SPLIT_K's `when`
+    assert template.defaults == {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3, "GROUP_M": 8,
+                                 "SPLIT_K": 1}
+    assert template.kinds()["SPLIT_K"] == "split" and "GROUP_M" in template.categorical
+
+
+def test_the_prompt_asks_for_layout_and_algorithm_choices_with_the_codes_vocabulary():
+    """Issue 33, point 2: the kinds autotune cannot reach, named from tune.params; the limit names
+    and functions from the parser's own tables (NUM_SMS included), in the prompt and in a parse
+    failure's feedback alike."""
+    from kernelwright.tune.params import PARAM_KINDS
+
+    user = Templatizer().render(context())[1].content
+    for kind in ("order", "split", "stages", "vector", "grid", "precision", "algorithm"):
+        assert f"- `{kind}`: {PARAM_KINDS[kind]}" in user
+    assert "NUM_SMS, CC, L2_BYTES" in user and "cdiv, next_pow2, is_pow2" in user
+    assert '"when"' in user and '"choice"' in user and "autotune` over block sizes cannot reach" in user
+    failure = Templatizer().parse(NO_DEFAULTS)
+    assert "NUM_SMS" in failure.feedback and '"choice"' in failure.feedback
+
+
+def test_the_prompt_states_the_sweep_budget_as_the_tuner_counts_it():
+    """How configurations are chosen (sweeps, the winner judged in full) and what the budget buys,
+    in numbers computed by tune.budget, never written in the prompt."""
+    from kernelwright.tune.budget import TuneBudget
+
+    plan = TuneBudget(evaluations=7, sweep=12)
+    user = Templatizer().render(context(extra={"tune_budget": 7, "tune_sweep": 12}))[1].content
+    assert "measures configurations in sweeps" in user and "up to 12 instances" in user
+    assert "judged in full" in user and "only a fully judged instance can replace" in user
+    assert f"The budget is 7 evaluations: about {plan.configurations} configurations" in user
+    assert plan.configurations == 3 * 12 + 1 and f"about {plan.space} at most" in user
+    single = Templatizer().render(context(extra={"tune_budget": 5}))[1].content
+    assert "It judges at most 5 configurations in all" in single and "sweeps" not in single
+    assert f"about {TuneBudget(5).space} at most" in single

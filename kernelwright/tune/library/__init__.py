@@ -78,7 +78,7 @@ def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | 
     description = "Kernels:\n" + "\n".join("- " + line for line in lines)
     kw_tune = {
         "name": name,
-        "params": {k: v for c in codes for k, v in c.params.items()},
+        "params": {k: v for c in codes for k, v in c.declared_params().items()},
         "constraints": [x for c in codes for x in c.constraints],
         "defaults": {k: v for c in codes for k, v in c.defaults.items()},
         "sizes": {k: v for c in codes for k, v in c.sizes.items()},

@@ -28,6 +28,33 @@ class GroupCode:
     defaults: dict[str, Any] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
     family: str = ""
+    # what the declaration says of a parameter besides its values (tune/params.py): "kind", "when"
+    # (with "off"), "choice": True for values without an order
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def declared_params(self) -> dict[str, Any]:
+        """KW_TUNE's params: a plain list, or a dict with the values and their spec."""
+        return {name: declare(values, self.specs.get(name)) for name, values in self.params.items()}
+
+
+def declare(values: list, spec: dict[str, Any] | None) -> Any:
+    """One parameter as KW_TUNE declares it."""
+    if not spec:
+        return list(values)
+    source = "choice" if spec.get("choice") else "values"
+    return {source: list(values), **{k: v for k, v in spec.items() if k != "choice"}}
+
+
+def activity_constraints(params: dict[str, list], specs: dict[str, dict[str, Any]]) -> list[str]:
+    """The constraints the `when` of each parameter adds, as the template parser makes them."""
+    from kernelwright.tune.params import activity_constraint, parse_param
+
+    found = []
+    for name, spec in specs.items():
+        text = activity_constraint(name, parse_param(name, declare(params[name], spec))[1])
+        if text:
+            found.append(text)
+    return found
 
 
 class Emitter:
@@ -89,12 +116,13 @@ def pow2_range(lo: int, hi: int) -> list[int]:
 
 
 def choose_default(params: dict[str, list], constraints: list[str], env: dict[str, Any],
-                   preferred: dict[str, Any]) -> dict[str, Any]:
-    """`preferred` when it satisfies the constraints, else the feasible configuration nearest to it
-    (in log2 distance per numeric parameter), so every default instance can run."""
+                   preferred: dict[str, Any], specs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`preferred` when it satisfies the constraints (and the `when` of conditional parameters,
+    `specs`), else the feasible configuration nearest to it (in log2 distance per numeric
+    parameter), so every default instance can run."""
     from kernelwright.tune.constraints import parse_constraint
 
-    checks = [parse_constraint(c) for c in constraints]
+    checks = [parse_constraint(c) for c in constraints + activity_constraints(params, specs or {})]
     best, best_distance = None, math.inf
     names = list(params)
     for values in itertools.product(*params.values()):

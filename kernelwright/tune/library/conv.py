@@ -269,10 +269,14 @@ def generate(group: Group, prefix: str, env: dict, allow_tf32: bool = False) -> 
     ms, ns, ks, es = (prefix + x for x in ("M", "N", "K", "ELEM_BYTES"))
     params = {bm: [16, 32, 64, 128, 256], bn: pow2_range(1 if few else 16, 256), bk: pow2_range(1 if few else 16, 128),
               g: [1, 8], w: [2, 4, 8], s: [2, 3, 4]}
+    specs = {g: {"kind": "order"}}
     if fp32:
         params[prefix + "PRECISION"] = ["ieee", "tf32x3"] + (["tf32"] if allow_tf32 else [])
+        specs[prefix + "PRECISION"] = {"choice": True, "kind": "precision"}
     if few:
         params[dot] = [1, 0]
+        specs[dot] = {"choice": True, "kind": "algorithm"}
+
     def with_dot(text: str) -> str:
         return f"{dot} == 0 or {text}" if few else text
 
@@ -303,5 +307,5 @@ def generate(group: Group, prefix: str, env: dict, allow_tf32: bool = False) -> 
             preferred[dot] = 1
     if fp32:
         preferred[prefix + "PRECISION"] = "ieee"
-    defaults = choose_default(params, constraints, {**env, **sizes}, preferred)
-    return GroupCode(kernel, launcher, lname, params, constraints, defaults, sizes, "conv")
+    defaults = choose_default(params, constraints, {**env, **sizes}, preferred, specs)
+    return GroupCode(kernel, launcher, lname, params, constraints, defaults, sizes, "conv", specs)

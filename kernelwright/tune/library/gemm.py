@@ -7,6 +7,12 @@ accumulator tile before the single store. Program ids are swizzled in groups of 
 L2 reuse. Tunable: BLOCK_M/N/K, GROUP_M, num_warps, num_stages, and for fp32 inputs the dot's
 input precision (exact "ieee" or "tf32x3", which keeps fp32 accuracy; plain tf32 only when the
 judge allows tf32).
+
+Split-K (SPLIT_K > 1, declared active only when K is long and the output tiles alone leave the GPU
+short of programs): the same kernel runs twice. Phase 1 gives each of SPLIT_K programs per output
+tile a range of whole K tiles and writes its fp32 partial product to a workspace; phase 2 sums the
+SPLIT_K partials of its tile in a fixed order (deterministic, no atomics) and applies the epilogue,
+which is not linear and so cannot run on partial sums. SPLIT_K = 1 is phase 0: the one-pass kernel.
 """
 from __future__ import annotations
 
@@ -32,13 +38,13 @@ def _emit_kernel(group: Group, kname: str, fp32: bool) -> str:
     n_out = len(group.outputs)
     k = Emitter()
     k("@triton.jit")
-    sig = ["a", "b"] + [f"in{i}" for i in epi_inputs] + [f"out{j}" for j in range(n_out)]
+    sig = ["a", "b", "ws"] + [f"in{i}" for i in epi_inputs] + [f"out{j}" for j in range(n_out)]
     sig += [f"sc{i}" for i in range(len(group.scalars))] + ["M", "N", "K"]
-    sig += ["sa_b", "sa_m", "sa_k", "sb_b", "sb_k", "sb_n"]
+    sig += ["sa_b", "sa_m", "sa_k", "sb_b", "sb_k", "sb_n", "ws_s"]
     for prefix in [f"in{i}" for i in epi_inputs] + [f"out{j}" for j in range(n_out)]:
         sig += [f"{prefix}_sb", f"{prefix}_sm", f"{prefix}_sn"]
     sig += ["BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr", "GROUP_M: tl.constexpr",
-            "EVEN_K: tl.constexpr", "PRECISION: tl.constexpr"]
+            "EVEN_K: tl.constexpr", "PRECISION: tl.constexpr", "SPLIT_K: tl.constexpr", "PHASE: tl.constexpr"]
     k(f"def {kname}({call_args(sig)}):")
     k.push()
     for line in [
@@ -54,29 +60,48 @@ def _emit_kernel(group: Group, kname: str, fp32: bool) -> str:
         "pid_n = (pid % num_pid_in_group) // group_size_m",
         "offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)",
         "offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)",
-        "offs_k = tl.arange(0, BLOCK_K)",
-        "ram = tl.max_contiguous(tl.multiple_of(offs_m % M, BLOCK_M), BLOCK_M)",
-        "rbn = tl.max_contiguous(tl.multiple_of(offs_n % N, BLOCK_N), BLOCK_N)",
-        "a_ptrs = a + bid * sa_b + ram[:, None] * sa_m + offs_k[None, :] * sa_k",
-        "b_ptrs = b + bid * sb_b + offs_k[:, None] * sb_k + rbn[None, :] * sb_n",
-        "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
-        "for kk in range(0, tl.cdiv(K, BLOCK_K)):",
-        "    if EVEN_K:",
-        "        a_tile = tl.load(a_ptrs)",
-        "        b_tile = tl.load(b_ptrs)",
-        "    else:",
-        "        k_left = K - kk * BLOCK_K",
-        "        a_tile = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)",
-        "        b_tile = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)",
-        "    acc = tl.dot(a_tile, b_tile, acc" + (", input_precision=PRECISION)" if fp32 else ")"),
-        "    a_ptrs += BLOCK_K * sa_k",
-        "    b_ptrs += BLOCK_K * sb_k",
         "m = offs_m[:, None]",
         "n = offs_n[None, :]",
         "mask = (m < M) & (n < N)",
-        f"{mm.name} = acc",
+        "if PHASE != 0:  # split-K: this tile's partial products in the workspace (SPLIT_K, batch, M, N)",
+        "    ws_tile = ws + (bid * M + m).to(tl.int64) * N + n",
+        "if PHASE == 2:",
+        "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+        "    for sp in range(0, SPLIT_K):",
+        "        acc += tl.load(ws_tile + sp * ws_s, mask=mask, other=0.0)",
+        "else:",
+        "    k_tiles = tl.cdiv(K, BLOCK_K)",
+        "    if SPLIT_K == 1:",
+        "        k_first = 0",
+        "        k_last = k_tiles",
+        "    else:",
+        "        per = tl.cdiv(k_tiles, SPLIT_K)",
+        "        k_first = tl.program_id(2) * per",
+        "        k_last = tl.minimum(k_first + per, k_tiles)",
+        "    offs_k = tl.arange(0, BLOCK_K)",
+        "    ram = tl.max_contiguous(tl.multiple_of(offs_m % M, BLOCK_M), BLOCK_M)",
+        "    rbn = tl.max_contiguous(tl.multiple_of(offs_n % N, BLOCK_N), BLOCK_N)",
+        "    a_ptrs = a + bid * sa_b + ram[:, None] * sa_m + (k_first * BLOCK_K + offs_k)[None, :] * sa_k",
+        "    b_ptrs = b + bid * sb_b + (k_first * BLOCK_K + offs_k)[:, None] * sb_k + rbn[None, :] * sb_n",
+        "    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+        "    for kk in range(k_first, k_last):",
+        "        if EVEN_K:",
+        "            a_tile = tl.load(a_ptrs)",
+        "            b_tile = tl.load(b_ptrs)",
+        "        else:",
+        "            k_left = K - kk * BLOCK_K",
+        "            a_tile = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)",
+        "            b_tile = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)",
+        "        acc = tl.dot(a_tile, b_tile, acc" + (", input_precision=PRECISION)" if fp32 else ")"),
+        "        a_ptrs += BLOCK_K * sa_k",
+        "        b_ptrs += BLOCK_K * sb_k",
+        "if PHASE == 1:",
+        "    tl.store(ws_tile + tl.program_id(2) * ws_s, acc, mask=mask)",
+        "else:",
     ]:
         k(line)
+    k.push()
+    k(f"{mm.name} = acc")
     for i in epi_inputs:
         offset = f"bid * in{i}_sb + m * in{i}_sm + n * in{i}_sn"
         k(f"x{i} = tl.load(in{i} + ({offset}), mask=mask, other=0){load_suffix(group.inputs[i])}")
@@ -85,6 +110,7 @@ def _emit_kernel(group: Group, kname: str, fp32: bool) -> str:
     for j, node in enumerate(group.outputs):
         offset = f"bid * out{j}_sb + m * out{j}_sm + n * out{j}_sn"
         k(f"tl.store(out{j} + ({offset}), {store_value(node, f'out{j}')}, mask=mask)")
+    k.pop()
     k.pop()
     return k.text()
 
@@ -132,15 +158,18 @@ def _emit_launcher(group: Group, kname: str, lname: str, prefix: str, fp32: bool
     h("    m_total, a_bm, b_b = M, (st[0][0], sa[nb]), st[1][0]")
     h("    mn_bmn = [(bs[0], s[nb], s[nb + 1]) for bs, s in zip(st[2:], mn)]")
     h(f"block_m, block_n, block_k = {p('BLOCK_M')}, {p('BLOCK_N')}, {p('BLOCK_K')}")
-    h("grid = (triton.cdiv(m_total, block_m) * triton.cdiv(N, block_n), bsz)")
-    h(f"{kname}[grid](")
-    h(f"    a, b, {call_args(epi + outs + scalars)}{',' if epi or outs or scalars else ''}")
-    h("    m_total, N, K, a_bm[0], a_bm[1], sa[-1], b_b, sb[-2], sb[-1],")
-    h("    *[v for t in mn_bmn for v in t],")
-    h(f"    BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M={p('GROUP_M')},")
+    h(f"split_k = {p('SPLIT_K')}")
+    h("tiles = triton.cdiv(m_total, block_m) * triton.cdiv(N, block_n)")
+    h("ws = torch.empty((split_k, bsz, m_total, N), device=a.device, dtype=torch.float32) if split_k > 1 else a")
     precision = p("PRECISION") if fp32 else '"ieee"'
-    h(f"    EVEN_K=K % block_k == 0, PRECISION={precision},")
-    h(f"    num_warps={p('num_warps')}, num_stages={p('num_stages')})")
+    h("for phase, grid in ([(1, (tiles, bsz, split_k)), (2, (tiles, bsz, 1))] if split_k > 1 else [(0, (tiles, bsz, 1))]):")
+    h(f"    {kname}[grid](")
+    h(f"        a, b, ws, {call_args(epi + outs + scalars)}{',' if epi or outs or scalars else ''}")
+    h("        m_total, N, K, a_bm[0], a_bm[1], sa[-1], b_b, sb[-2], sb[-1], bsz * m_total * N,")
+    h("        *[v for t in mn_bmn for v in t],")
+    h(f"        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M={p('GROUP_M')},")
+    h(f"        EVEN_K=K % block_k == 0, PRECISION={precision}, SPLIT_K=split_k, PHASE=phase,")
+    h(f"        num_warps={p('num_warps')}, num_stages={p('num_stages')})")
     h(f"return {ret}")
     h.pop()
     return h.text()
@@ -155,12 +184,19 @@ def generate(group: Group, prefix: str, env: dict, allow_tf32: bool = False) -> 
     launcher = _emit_launcher(group, kname, lname, prefix, fp32)
     m_size = _prod(mm.shape[:-1]) if len(b.shape) == 2 else mm.shape[-2]
     n_size, k_size = mm.shape[-1], a.shape[-1]
+    batch = _prod(mm.shape[:-2]) if len(b.shape) > 2 else 1  # a shared B folds the batch into M
     bm, bn, bk, w, s, g = (prefix + x for x in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M"))
-    ms, ns, ks, es = (prefix + x for x in ("M", "N", "K", "ELEM_BYTES"))
+    sk = prefix + "SPLIT_K"
+    ms, ns, ks, es, bs = (prefix + x for x in ("M", "N", "K", "ELEM_BYTES", "BATCH"))
     params = {bm: [16, 32, 64, 128, 256], bn: [16, 32, 64, 128, 256], bk: [16, 32, 64, 128], g: [1, 8],
-              w: [2, 4, 8], s: [2, 3, 4, 5]}
+              w: [2, 4, 8], s: [2, 3, 4, 5], sk: [1, 2, 4, 8]}
+    specs = {g: {"kind": "order"},
+             # split-K pays only when K is long and the output tiles leave the GPU short of programs
+             sk: {"kind": "split", "off": 1,
+                  "when": f"{ks} >= 8 * {bk} and cdiv({ms}, {bm}) * cdiv({ns}, {bn}) * {bs} < NUM_SMS"}}
     if fp32:
         params[prefix + "PRECISION"] = ["ieee", "tf32x3"] + (["tf32"] if allow_tf32 else [])
+        specs[prefix + "PRECISION"] = {"choice": True, "kind": "precision"}
     constraints = [
         f"{bm} <= max(16, next_pow2({ms}))",
         f"{bn} <= max(16, next_pow2({ns}))",
@@ -169,13 +205,14 @@ def generate(group: Group, prefix: str, env: dict, allow_tf32: bool = False) -> 
         f"{bm} * {bn} <= {w} * WARP_SIZE * 128",  # at most 128 fp32 accumulators per thread
         f"{bm} * {bn} >= {w} * WARP_SIZE * 4",  # no warp left without work
         f"{g} == 1 or next_pow2({ms}) > {bm}",  # grouping needs more than one row of tiles
+        f"{sk} == 1 or {sk} * {bk} * 2 <= {ks}",  # every split gets at least two K tiles
     ]
-    sizes = {ms: m_size, ns: n_size, ks: k_size, es: a.dtype.itemsize}
-    preferred = {bm: 64, bn: 64, bk: 32, g: 8, w: 4, s: 3}
+    sizes = {ms: m_size, ns: n_size, ks: k_size, es: a.dtype.itemsize, bs: batch}
+    preferred = {bm: 64, bn: 64, bk: 32, g: 8, w: 4, s: 3, sk: 1}
     if fp32:
         preferred[prefix + "PRECISION"] = "ieee"
-    defaults = choose_default(params, constraints, {**env, **sizes}, preferred)
-    return GroupCode(kernel, launcher, lname, params, constraints, defaults, sizes, "gemm_epilogue")
+    defaults = choose_default(params, constraints, {**env, **sizes}, preferred, specs)
+    return GroupCode(kernel, launcher, lname, params, constraints, defaults, sizes, "gemm_epilogue", specs)
 
 
 def _prod(values) -> int:

@@ -55,6 +55,19 @@ def kw_check_device(*tensors):
         raise RuntimeError(f"operands on several devices: {sorted(map(str, devices))}")
 
 
+def kw_wave(t, num_warps):
+    """Programs of one full wave of a persistent grid on `t`'s device: the SMs times the programs
+    of `num_warps` warps one SM holds at once (threads are the limit of a light kernel). Without a
+    GPU (the Triton interpreter) a few programs, so the loop over blocks is still exercised."""
+    if t.device.type != "cuda":
+        return 4
+    import torch
+
+    props = torch.cuda.get_device_properties(t.device)
+    per_sm = max(1, props.max_threads_per_multi_processor // (32 * num_warps))
+    return props.multi_processor_count * per_sm
+
+
 def kw_row_layout(shape, dims):
     """(P dims, Q dims) of a reduction over `dims`: a program owns one P index and BLOCK_Q of Q.
 

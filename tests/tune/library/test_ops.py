@@ -202,3 +202,42 @@ HOST_AND_GRAPH = {
 def test_host_ops_scalars_and_kernel_boundaries(tmp_path, name):
     forward, shapes, init, families = HOST_AND_GRAPH[name]
     assert check(write_problem(tmp_path, name, forward, shapes, init=init)).families == families
+
+
+def test_gemm_split_k_is_declared_where_k_is_long_and_every_split_is_correct(tmp_path):
+    """Issue 33, point 2: split-K is a declared choice, active only when K is long and the output
+    tiles leave the GPU short of programs; each split factor computes the same product and epilogue."""
+    from kernelwright.tune.hardware import H100_SXM
+    from kernelwright.tune.prune import prune_space
+
+    path = write_problem(tmp_path, "long_k", "F.gelu(torch.bmm(x, y) + z)", [(2, 8, 512), (2, 512, 24), (2, 8, 24)])
+    template = check(path).template
+    assert template.kinds()["SPLIT_K"] == "split" and template.kinds()["GROUP_M"] == "order"
+    feasible = prune_space(template, H100_SXM).feasible
+    assert {c["SPLIT_K"] for c in feasible} == {1, 2, 4, 8}
+    assert all(c["SPLIT_K"] * c["BLOCK_K"] * 2 <= 512 for c in feasible)
+    configs = [{**template.defaults, "BLOCK_K": 16, "SPLIT_K": 4}, {**template.defaults, "BLOCK_K": 32, "SPLIT_K": 8}]
+    evaluator = InProcessEvaluator(load_problem(path), device="cpu", rep_ms=1, warmup_ms=0)
+    for m in evaluator.evaluate(template, configs):
+        assert m.status == "pass", f"{m.params}: {m.error}"
+    short = check(write_problem(tmp_path, "short_k", "torch.matmul(x, y)", [(20, 24), (24, 40)])).template
+    assert {c["SPLIT_K"] for c in prune_space(short, H100_SXM).feasible} == {1}
+
+
+def test_pointwise_persistent_grid_is_declared_for_large_tensors_and_correct(tmp_path):
+    """The persistent grid (a wave of programs looping over blocks) is a declared choice where the
+    blocks outnumber two waves of the H100's SMs; its instance computes what the one-shot grid does."""
+    from kernelwright.tune.hardware import H100_SXM
+    from kernelwright.tune.prune import prune_space
+
+    template = check(write_problem(tmp_path, "big", "F.gelu(x) * 2", [(300, 128)])).template
+    assert template.kinds()["GRID"] == "grid" and "GRID" in template.categorical
+    feasible = prune_space(template, H100_SXM).feasible
+    persistent = [c for c in feasible if c["GRID"] == "persistent"]
+    assert persistent and all(-(-300 * 128 // c["BLOCK"]) > 2 * H100_SXM.sm_count for c in persistent)
+    config = {**template.defaults, "BLOCK": 128, "num_warps": 4, "GRID": "persistent"}
+    evaluator = InProcessEvaluator(load_problem(tmp_path / "big.py"), device="cpu", rep_ms=1, warmup_ms=0)
+    (m,) = evaluator.evaluate(template, [config])
+    assert m.status == "pass", m.error
+    small = check(write_problem(tmp_path, "small", "torch.relu(x)", [(4, 6, 20)])).template
+    assert {c["GRID"] for c in prune_space(small, H100_SXM).feasible} == {"oneshot"}
