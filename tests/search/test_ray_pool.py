@@ -202,7 +202,7 @@ def test_a_cluster_without_room_for_the_judge_actors_stops_the_run(tmp_path, ray
 @pytest.mark.slow
 def test_extensions_are_built_in_a_cpu_task_then_found_by_the_actor(make_pool, kernelbench, tmp_path):
     """The compile phase runs as its own Ray task (one CPU, no GPU), on the actor's node."""
-    sys.path.insert(0, str(REPO / "tests" / "judge"))
+    sys.path.insert(0, str(REPO / "tests" / "judge" / "scheduling"))
     from test_pool import EXTENSION_CANDIDATE
 
     cache = tmp_path / "cache"
