@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.llm.errors import EXIT_ANSWER_PENDING, ConfigError, LLMError
+from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
+from kernelwright.llm.errors import ConfigError, LLMError
 
 from ..asks import result_from_dict
 from ..budget import Limits
@@ -47,11 +48,6 @@ DEFAULT_WORKSPACE = Path("kw-runs")
 BEST_FILE = "best_model_new.py"
 # written into a workspace folder the first time a run is made there: run folders stay out of git
 WORKSPACE_GITIGNORE = "# kernelwright run folders (databases, candidates): not for version control\n*\n"
-#: exit status of a run that paused (exchange answers or batch verdicts pending); the llm layer's
-#: EX_TEMPFAIL, so every "try again later" in kernelwright reads the same
-EXIT_PAUSED = EXIT_ANSWER_PENDING
-EXIT_OK, EXIT_FAILED = 0, 1
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 INTERRUPTED_DETAIL = "stopped by the user (Ctrl-C or SIGTERM)"
 
 

@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
 from kernelwright.store.suite import (BATCH_DIR, EXCHANGE_DIR, SuiteEntry, SuiteError, SuiteManifest, new_manifest,
                                       read_manifest, write_manifest)
 
-from .session import (DEFAULT_WORKSPACE, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, INTERRUPTED_DETAIL, RunError,
-                      RunOptions, RunOutcome, Shared, prepare_run_dir)
+from .session import DEFAULT_WORKSPACE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, Shared, prepare_run_dir
 
 SEARCH_PARALLEL = 8  # agent runs going on at once (their evaluations share the judge pool)
 AUTOTUNE_PARALLEL = 4  # template tuners at once (each waits for its evaluations)
-EXIT_FAILED = 1
 Progress = Callable[[str, dict], None]  # (run name, snapshot)
 
 
