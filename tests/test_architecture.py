@@ -170,8 +170,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     # follow-up that moves the shared piece into a module of its own
     frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
     frozenset({"judge.scheduling.batch", "judge.scheduling.batch_profile"}): "request helpers shared with the profile pass",
-    frozenset({"search.drivers.autotune", "search.drivers.imported", "search.drivers.session",
-               "search.drivers.targets"}): "run_optimization dispatches to the drivers, which reuse session's helpers",
     frozenset({"report.html", "report.leaderboard", "report.markdown"}): "the leaderboard renders through both writers, which read its rows",
 }
 
