@@ -19,6 +19,8 @@ class VerdictView:
     ("eager", "compile_default"); `floor` holds floor_ms, pct_of_floor, bound, peak_source;
     `kernels` the judge's per-kernel split (name, share, us_per_call, launches_per_call);
     `profile` the profiler's class, hot kernels and notices. Missing numbers are None or empty.
+    Built per prompt from the engine's EvalResult (why both exist: docs/architecture.md, "One
+    verdict, three readers").
     """
 
     status: str

@@ -10,6 +10,8 @@ import json
 
 import typer
 
+from . import exits
+
 
 def show_ask(store, run_id: str, ask_id: str) -> int:
     asks = store.asks(run_id)
@@ -18,18 +20,18 @@ def show_ask(store, run_id: str, ask_id: str) -> int:
             what = row["agent"] or row["candidate_id"] or ""
             state = "answered" if row["result"] is not None else "waiting"
             typer.echo(f"{row['id']}\t{row['kind']}\t{what}\t{state}")
-        return 0
+        return exits.EXIT_OK
     row = next((a for a in asks if a["id"] == ask_id), None)
     if row is None:
         known = ", ".join(a["id"] for a in asks[:20]) or "none"
         typer.echo(f"run {run_id} has no ask {ask_id!r} (asks: {known}{', ...' if len(asks) > 20 else ''})", err=True)
-        return 1
+        return exits.EXIT_FAILED
     payload = row["payload"]
     if payload.get("type") == "completion":
         _print_completion(payload, row["result"])
     else:
         _print_evaluation(payload, row["result"])
-    return 0
+    return exits.EXIT_OK
 
 
 def _print_completion(payload: dict, result: dict | None) -> None:

@@ -1,13 +1,6 @@
-"""Exit codes, the same for every `kernelwright` command (docs/cli.md):
-
-    0   done: the work asked for succeeded (a candidate passed, a run finished with a result)
-    1   failed: it ran and did not succeed (no correct candidate, a failed candidate, a missing
-        package or compiler on this machine, a run that cannot go on)
-    2   usage or bad input: a wrong flag or value, a file that does not exist or does not load,
-        a config file with an error, a run folder that holds no run
-    75  paused: a run waits for something outside it (exchange answers, batch verdicts);
-        continue with `kernelwright optimize --resume RUN_DIR` (EX_TEMPFAIL)
-    130 interrupted: stopped by Ctrl-C or SIGTERM; what was done is stored, resume continues it
+"""How a `kernelwright` command ends: SIGTERM taken as Ctrl-C, and an exit that does not wait for
+judge threads. The codes themselves have one home, kernelwright/exits.py (below every folder
+that decides one); the commands read them from here as `exits.EXIT_USAGE` (docs/cli.md).
 """
 from __future__ import annotations
 
@@ -17,13 +10,9 @@ import signal
 import sys
 import threading
 
-from kernelwright.llm.errors import EXIT_ANSWER_PENDING
+from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, EXIT_USAGE
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_PAUSED = EXIT_ANSWER_PENDING  # 75
-EXIT_INTERRUPTED = 130
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_PAUSED", "EXIT_USAGE", "exit_now", "sigterm_interrupts"]
 
 
 def _raise_interrupt(signum, frame) -> None:

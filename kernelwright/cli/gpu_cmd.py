@@ -9,6 +9,8 @@ import json
 
 import typer
 
+from . import exits
+
 
 def register(app: typer.Typer) -> None:
     """Add the GPU commands to the kernelwright app."""
@@ -27,7 +29,7 @@ def device_peaks(
 
     if not torch.cuda.is_available():
         typer.echo("device-peaks needs a CUDA GPU; none is visible (torch.cuda.is_available() is False).", err=True)
-        raise typer.Exit(1)
+        raise typer.Exit(exits.EXIT_FAILED)
     peaks = ensure_peaks(device, force=force)
     if as_json:
         typer.echo(json.dumps(peaks.to_dict(), indent=2))

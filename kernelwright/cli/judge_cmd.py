@@ -16,11 +16,10 @@ from rich.table import Table
 
 from kernelwright.judge.scheduling.baseline_lane import DEFAULT_LANES
 
-from . import heartbeat
+from . import exits, heartbeat
 
 console = Console()  # verdicts and tables (stdout)
 errors = Console(stderr=True)  # what went wrong before any verdict
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +54,7 @@ def file_config(config_file: Optional[str]):
         return JudgeConfig.from_dict(values)
     except (configfile.ConfigFileError, ValueError, TypeError) as exc:
         console.print(f"[red]{exc}[/]")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
 
 
 def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
@@ -161,15 +160,15 @@ def refuse(problem: Path, candidate: Path, message: str, json_out: bool) -> None
 
         typer.echo(Verdict(problem=str(problem), candidate=str(candidate), status="error", stage="load",
                            error=message).to_json())
-    raise typer.Exit(EXIT_USAGE)
+    raise typer.Exit(exits.EXIT_USAGE)
 
 
 def exit_code(verdict) -> int:
     if verdict.passed:
-        return EXIT_PASS
+        return exits.EXIT_OK
     if verdict.status == "error" and verdict.stage == "load":
-        return EXIT_USAGE  # the problem itself could not be loaded or run
-    return EXIT_FAIL
+        return exits.EXIT_USAGE  # the problem itself could not be loaded or run
+    return exits.EXIT_FAILED
 
 
 def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0, retry_errors: bool = False,
@@ -183,7 +182,7 @@ def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
         console.print(f"[red]{', '.join(missing)}: not a folder[/]")
-        return EXIT_USAGE
+        return exits.EXIT_USAGE
     for folder in folders:
         waiting, retried = len(pending(folder)), len(system_errors(folder)) if retry_errors else 0
         console.print(f"{waiting} pending requests in {folder}"
@@ -195,7 +194,7 @@ def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0
     judged = judge_folders(list(folders), pool, config, profile_budget, log=console.print,
                            retry_errors=retry_errors, baseline_lanes=baseline_lanes)
     console.print(f"{len(judged)} verdicts written")
-    return EXIT_PASS
+    return exits.EXIT_OK
 
 
 def _ms(stats) -> str:
@@ -290,7 +289,7 @@ def baseline_command(
 
     if not target.exists():
         errors.print(f"[red]{escape(str(target))}: not found[/]", soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE)
     problems = [target] if target.is_file() else sorted(p for p in target.rglob("*.py") if p.name != "__init__.py")
     config = file_config(config_file)
     config.overrides = {**config.overrides, **parse_overrides(settings)}
@@ -321,7 +320,7 @@ def baseline_command(
         if failed:
             console.print(f"{len(failed)} of {len(problems)} problem(s) without every baseline asked for "
                           "(see errors)", soft_wrap=True, highlight=False)
-    raise typer.Exit(EXIT_FAIL if failed else EXIT_PASS)
+    raise typer.Exit(exits.EXIT_FAILED if failed else exits.EXIT_OK)
 
 
 def failed_kinds(path, result, config, device: str) -> list[str]:

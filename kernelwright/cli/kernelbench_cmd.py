@@ -76,6 +76,7 @@ def import_(
 ) -> None:
     """Judge a KernelBench generations folder with our judge: one run per problem, one suite."""
     from kernelwright.interop.kernelbench import find_generations, group
+    from kernelwright.search.drivers import modes
     from kernelwright.search.drivers import suite as driver
     from kernelwright.search.drivers.imported import create_imported_run
     from kernelwright.search.drivers.session import RunError, prepare_run_dir
@@ -102,7 +103,7 @@ def import_(
         if eval_mode not in ("local", "batch"):
             raise UsageError(f"--eval must be local or batch, not {eval_mode!r}")
         check_environment(options.backend, eval_mode, options.judge.device)
-        manifest = new_manifest("import", eval_mode, sorted(by_problem), folder.name, note=f"imported from {folder}")
+        manifest = new_manifest(modes.IMPORT, eval_mode, sorted(by_problem), folder.name, note=f"imported from {folder}")
         suite_dir = driver.suite_dir_for(_with_run_dir(options, run_dir), folder.name, manifest)
         if (suite_dir / "suite.json").exists():
             raise UsageError(f"{suite_dir} already holds a suite; resume it with kernelwright optimize --resume "

@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from . import exits
+
 
 def mcp_command(
     workspace: Annotated[Path, typer.Option("--workspace", metavar="DIR", help="folder the server may read and write (problems, "
@@ -24,7 +26,7 @@ def mcp_command(
 
     if not sdk_available():
         typer.echo(INSTALL_HINT, err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(exits.EXIT_USAGE)
     from kernelwright.mcp.server import parse_http, serve
     from kernelwright.mcp.workspace import Workspace
 
@@ -34,7 +36,7 @@ def mcp_command(
             parse_http(http)
     except ValueError as exc:
         typer.echo(f"kernelwright mcp: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     serve(ws, http)
 
 

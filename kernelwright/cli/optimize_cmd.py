@@ -240,16 +240,6 @@ def announce_without_llm() -> None:
                   "(pass --llm SPEC to let the agents write kernels)", soft_wrap=True)
 
 
-def _runner(no_model: bool):
-    if no_model:
-        from kernelwright.search.drivers.autotune import run_autotune
-
-        return run_autotune
-    from kernelwright.search.drivers.session import run_optimization
-
-    return run_optimization
-
-
 class ProgressLines:
     """Live progress as lines on stderr, for a pipe or a log: one line when something changed, and
     a heartbeat line (what the run does, for how long) after a long silence (cli/heartbeat.py)."""
@@ -274,9 +264,11 @@ class ProgressLines:
 
 
 def _run_one(options, quiet: bool, no_model: bool = False):
+    """One run, by the driver of its mode (search/drivers/modes.py: a resumed run's stored one)."""
     from kernelwright.report.progress import progress_panel
+    from kernelwright.search.drivers import modes
 
-    run = _runner(no_model)
+    run = modes.runner(modes.run_mode(options, no_model))
     if quiet:
         return run(options)
     beat = heartbeat.Heartbeat(_say)
@@ -431,7 +423,8 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
     """The command's work; returns the exit code (errors are printed here)."""
     from kernelwright.problem import ProblemError
     from kernelwright.search.drivers.loop import ReplayDiverged
-    from kernelwright.search.drivers.session import RunError, stored_mode
+    from kernelwright.search.drivers import modes
+    from kernelwright.search.drivers.session import RunError
     from kernelwright.store.suite import SuiteError, is_suite
 
     try:
@@ -444,7 +437,7 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
             return run_suite([], options, quiet, json_out=json_out, resume=resume)
         if resume:
             _warn_fixed_on_resume(flags)
-            no_model = stored_mode(resume) == "autotune"
+            no_model = modes.run_mode(options) == modes.AUTOTUNE
             if no_model and (flags["llm"] or flags["llm_roles"]):
                 raise UsageError(f"{resume} was made without an LLM and resumes as it started; "
                                  "start a new run to use --llm")

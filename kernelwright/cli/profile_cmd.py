@@ -8,6 +8,8 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 
+from . import exits
+
 
 def profile(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file."),
@@ -29,7 +31,7 @@ def profile(
         overrides = dict(parse_override(s) for s in set_)
     except ProblemError as exc:
         console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -16,12 +16,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from . import exits
+
 runs_app = typer.Typer(help="List runs and show one run's search tree, spend and best candidate.",
                        no_args_is_help=True)
 console = Console()
 errors = Console(stderr=True)
-EXIT_USAGE = 2
-EXIT_PAUSED = 75  # the same codes as every command (cli/exits.py)
 RESUMABLE = ("interrupted", "paused", "failed")
 
 
@@ -114,7 +114,7 @@ def show_run(
         store, info = open_run(run, folder)
     except StoreError as exc:
         errors.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     with store:
         info = with_shown_status(info, store.path.parent)
         if candidate:
@@ -178,16 +178,16 @@ def rejudge_run(
                           log=lambda line: console.print(escape(line)))
     except UnknownRuleSet as exc:
         console.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     except (StoreError, RunError) as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     for cid, why in sorted(outcome.skipped.items()):
         console.print(f"[dim]skipped {cid}: {escape(why)}[/]", soft_wrap=True)
     if outcome.pending:
         console.print(f"[yellow]{len(outcome.pending)} request(s) wait in {outcome.folder}[/]: run `kernelwright "
                       f"judge --batch {outcome.folder}` where the GPU is, then this command again", soft_wrap=True)
-        raise typer.Exit(EXIT_PAUSED)
+        raise typer.Exit(exits.EXIT_PAUSED)
     from kernelwright.store import RunStore
 
     with RunStore(store.path, create=False) as again:
@@ -214,7 +214,7 @@ def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = Fals
     row = store.candidate(run_id, candidate_id)
     if row is None:
         errors.print(f"[red]run {run_id} has no candidate {candidate_id}[/]")
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(exits.EXIT_USAGE)
     tuning = (row.get("node") or {}).get("tuning") or {}
     if json_out:
         record = {k: v for k, v in row.items() if k != "node"}

@@ -10,6 +10,8 @@ from rich.table import Table
 
 from kernelwright import envvars
 
+from . import exits
+
 DEFAULT_USER_DIR = Path(envvars.get("KW_SKILLS") or "~/.kernelwright/skills").expanduser()
 
 skills_app = typer.Typer(help="The skill library: list (ranked by a query), show, candidates and review.",
@@ -53,7 +55,7 @@ def show(name: str, user_dir: Path = UserDir) -> None:
     skill = _library(user_dir).get(name)
     if skill is None:
         console.print(f"[red]no skill named {name!r}[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(exits.EXIT_USAGE)
     console.print(Markdown(f"# {skill.title}\n\n{skill.body}"))
 
 
@@ -75,7 +77,7 @@ def review_cmd(path: Path, reviewer: str = typer.Option(None, help="Who reviewed
         skill = review(path, reviewer)
     except SkillFormatError as exc:
         console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     console.print(f"[green]trusted[/] {skill.name}")
 
 

@@ -21,8 +21,9 @@ from rich.markup import escape
 
 from kernelwright.tune.strategies import CHOICES
 
+from . import exits
+
 console = Console()
-EXIT_PASS, EXIT_NONE, EXIT_USAGE = 0, 1, 2
 
 
 def register(app: typer.Typer) -> None:
@@ -62,7 +63,7 @@ def tune_command(
         template = _load(template_path, problem, config)
     except (TemplateError, ValueError) as exc:
         console.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.EXIT_USAGE) from None
     raise typer.Exit(_run(template, template_path, problem, config, strategy, budget, workers, seed,
                           out, no_cache, prune_only, json_out, sweep=sweep))
 
@@ -117,7 +118,7 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
     if prune_only:
         report = prune_space(template)
         _print_prune(report, template)
-        return EXIT_PASS if report.feasible else EXIT_NONE
+        return exits.EXIT_OK if report.feasible else exits.EXIT_FAILED
     from kernelwright.tune.seeds import SeedCache
 
     cache = None if no_cache else TuneCache()
@@ -142,7 +143,7 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
                                 first=[template.defaults], on_result=show, max_runs=runs, seeds=seeds)
     except ValueError as exc:  # e.g. a strategy whose package is missing
         console.print(f"[red]{escape(str(exc))}[/]")
-        return EXIT_USAGE
+        return exits.EXIT_USAGE
     if json_out:
         console.print_json(json.dumps(result.to_dict(), default=str))
     else:
@@ -150,13 +151,13 @@ def _run(template, template_path, problem, config, strategy, budget, workers, se
     best = result.best
     if best is None:
         console.print("[red]no instance passed the judge[/]")
-        return EXIT_NONE
+        return exits.EXIT_FAILED
     target = out or _default_out(template_path, template.name)
     target.write_text(template.instantiate(best.params))
     if not json_out:
         console.print(f"[green]best[/]: {best.params} -> {escape(best.measurement.summary())}", highlight=False)
         console.print(f"written to {target}", soft_wrap=True, highlight=False)
-    return EXIT_PASS
+    return exits.EXIT_OK
 
 
 def _default_out(template_path: str, name: str) -> Path:

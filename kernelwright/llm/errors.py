@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
+from kernelwright.exits import EXIT_PAUSED
+
 #: Exit status for a run that paused on unanswered exchange prompts (BSD EX_TEMPFAIL:
-#: "try again later"), distinct from success (0) and failure (1, 2).
-EXIT_ANSWER_PENDING = 75
+#: "try again later"), distinct from success (0) and failure (1, 2): kernelwright/exits.py's.
+EXIT_ANSWER_PENDING = EXIT_PAUSED
 
 
 class LLMError(Exception):

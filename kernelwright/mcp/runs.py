@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelwright.exits import MEANING
 from kernelwright.judge.api import PACKAGE_ROOT
 
 from .summaries import trim, verdict_summary
@@ -28,7 +29,6 @@ from .workspace import RUN_DB, Workspace
 PROCESS_FILE = "mcp-process.json"
 LOG_FILE = "optimize.log"
 BEST_FILE = "best_model_new.py"
-EXIT_MEANING = {0: "done", 1: "failed", 2: "usage error", 75: "paused: waiting for answers or verdicts"}
 BACKENDS = ("triton", "cuda")
 LOG_TAIL = 1500
 STOP_GRACE_S = 10.0
@@ -193,7 +193,7 @@ class RunManager:
             code = proc.poll()
             if code is None:
                 return {"state": "running", "pid": proc.pid, "exit_code": None}
-            meaning = EXIT_MEANING.get(code) or ("stopped by a signal" if code < 0 or code == 130 else "error")
+            meaning = MEANING.get(code) or ("stopped by a signal" if code < 0 else "error")
             return {"state": "exited", "pid": proc.pid, "exit_code": code, "meaning": meaning}
         record = _read_json(run_dir / PROCESS_FILE)
         pid = record.get("pid") if record else None

@@ -51,10 +51,6 @@ _VARIANTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 DEFAULT_CYCLE = ("given", "signed", "wide_pos", "wide_neg", "negated")
 
 
-def variant_names() -> list[str]:
-    return list(_VARIANTS)
-
-
 def variant_for_trial(trial: int, cycle: tuple[str, ...] = DEFAULT_CYCLE) -> str:
     return cycle[trial % len(cycle)]
 

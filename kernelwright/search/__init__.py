@@ -4,7 +4,7 @@
     engine = Engine(info, "mcts", Limits(max_calls=40), Settings())
     for ask in engine.ask(): ...; engine.tell(ask.id, result, elapsed_s)
 
-A whole run (store, resume, exchange, batch): kernelwright.search.drivers.session.run_optimization.
+A whole run (store, resume, exchange, batch): kernelwright.search.drivers.modes.run_optimization.
 See docs/optimize.md.
 """
 from .asks import Answer, Ask, CompletionAsk, EvaluationAsk, ask_from_dict, result_from_dict, result_to_dict

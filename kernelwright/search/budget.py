@@ -92,12 +92,6 @@ class SearchBudget:
             return f"evaluation budget reached ({self.spend.evals} of {self.limits.max_evals})"
         return None
 
-    def can_call(self) -> bool:
-        return self.soft_reason() is None and self.calls_left() >= 1
-
-    def can_eval(self) -> bool:
-        return self.evals_left() >= 1
-
     def record_completion(self, tokens: int, usd: float) -> None:
         self.spend.tokens += int(tokens)
         self.spend.usd += float(usd)

@@ -2,7 +2,9 @@
 
 `EvalResult` is what the search needs from a judge `Verdict` (status, speedups, a failure text an
 agent can act on, profiler findings); the full verdict stays in the store. Keeping the engine on
-this small record means a verdict schema change touches one function, not the strategies.
+this small record means a verdict schema change touches one function, not the strategies. It is
+also the replay log's record of an evaluation; prompts see it as agents.types.VerdictView, made per
+prompt (docs/architecture.md, "One verdict, three readers").
 """
 from __future__ import annotations
 

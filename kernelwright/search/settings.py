@@ -111,9 +111,6 @@ class Settings:
         behaviour it was made with (its replay log holds no ask of the newer features)."""
         return cls.from_dict({**ADDED_LATER, **data})
 
-    def with_values(self, values: dict[str, Any]) -> "Settings":
-        return Settings.from_dict({**self.to_dict(), **values})
-
 
 def names() -> list[str]:
     return [f.name for f in dataclasses.fields(Settings)]

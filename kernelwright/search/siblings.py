@@ -16,36 +16,26 @@ and renders the same prompts (a driver finds stored prompts again by their hash)
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Protocol
+from typing import Iterable
 
 from kernelwright.agents.types import Attempt
 
 from .context import in_progress_lines
+from .jobs import Job
 from .tree import ROOT_ID
-
-
-class SiblingJob(Protocol):
-    """What this module reads and writes of core.Job (not imported: core imports this module)."""
-
-    parent_id: str
-    plan: Any
-    plan_text: str
-    approach_key: str
-    attempt: int
-    attempts: int
 
 
 class Siblings:
     def __init__(self) -> None:
         self.started: Counter = Counter()  # expansion jobs started from each node
 
-    def number(self, job: SiblingJob) -> None:
+    def number(self, job: Job) -> None:
         """A job starts: it is expansion number k of its node."""
         self.started[job.parent_id] += 1
         job.attempt = self.started[job.parent_id]
 
     @staticmethod
-    def settle(new: Iterable[SiblingJob], active: Iterable[SiblingJob]) -> None:
+    def settle(new: Iterable[Job], active: Iterable[Job]) -> None:
         """The engine started what it had room for: each new job counts the expansions of its node
         in progress now, itself included (fixed from here on, so a re-ask renders the same)."""
         active = list(active)
@@ -53,7 +43,7 @@ class Siblings:
             job.attempts = sum(1 for other in active if other.parent_id == job.parent_id)
 
     @staticmethod
-    def attempt(job: SiblingJob, agent: str, active: Iterable[SiblingJob]) -> Attempt | None:
+    def attempt(job: Job, agent: str, active: Iterable[Job]) -> Attempt | None:
         """What `agent`'s prompt for `job` says about its siblings; None for a lone expansion, and
         for the agents that do not choose the approach (the Coder of a plan, Repairer, Analyst)."""
         deciding = agent == "planner" or (agent == "coder" and job.plan is None)

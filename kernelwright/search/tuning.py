@@ -1,9 +1,9 @@
 """The tuning step inside the search: templatize a promising candidate, check that the template's
 default instance reproduces it, tune its parameters, and adopt the fastest instance as a child.
 
-Pure like the engine it belongs to: every step is an ask (the Templatizer's prompt, the
-evaluation of one instance) and every decision a function of what was told, so a resumed run
-replays it and judges nothing twice.
+Pure like the engine it belongs to: every step is an ask made through the engine's interface for
+its jobs (jobs.JobHost: the Templatizer's prompt, the evaluation of one instance) and every
+decision a function of what was told, so a resumed run replays it and judges nothing twice.
 
     candidate c3 ends its expansion among the tune_top fastest (tune_top=1: a new best)
     -> Templatizer: c3 rewritten as a KW_TUNE template                        (CompletionAsk)
@@ -23,13 +23,14 @@ job cost (evaluations, Templatizer calls, device seconds from the verdicts) is k
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kernelwright.agents.types import ParseFailure
 from kernelwright.llm.types import Completion, CompletionRequest, Message
 
-from .asks import Ask, CompletionAsk, EvaluationAsk, Result
+from .asks import Ask, CompletionAsk, Result
+from .jobs import MEASURE, TEMPLATIZE, JobHost, TuneJob
 from .results import EvalResult
 from .tree import FAILED, PASSED, SKIPPED, Node
 from .tuning_report import conclude, params_text
@@ -38,34 +39,8 @@ from .values import node_value
 if TYPE_CHECKING:  # tune/ is imported when a tuning job runs: the engine's import stays free of it
     from kernelwright.tune.evaluate import Measurement
     from kernelwright.tune.hardware import DeviceLimits
-    from kernelwright.tune.state import TunerState
-    from kernelwright.tune.template import Template
-
-    from .core import Engine
 
 AGENT = "templatizer"
-TEMPLATIZE, MEASURE = "templatize", "measure"
-
-
-@dataclass
-class TuneJob:
-    id: str  # "tune1", ...: the job id of its asks
-    node_id: str  # the candidate being templatized
-    number: int = 1  # the run's n-th tuning job (seeds its tuner)
-    stage: str = TEMPLATIZE
-    ask_id: str | None = None
-    retries: int = 0  # Templatizer re-asks used
-    feedback: list[Message] = field(default_factory=list)  # the unusable answer + the parser's feedback
-    failure: str | None = None  # why the last template was refused, shown to the Templatizer on a re-ask
-    template: "Template | None" = None
-    state: "TunerState | None" = None
-    default_id: str | None = None  # the node of the current template's default instance
-    asked: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)  # ask id -> (params, node id)
-    instances: list[str] = field(default_factory=list)  # every instance node this job judged
-    calls: int = 0
-    evals: int = 0
-    reserve: int = 0  # evaluations held back for this job when it started (expansions leave them alone)
-    notes: list[str] = field(default_factory=list)  # what went wrong, in order
 
 
 def device_limits(target: Any) -> "DeviceLimits":
@@ -104,10 +79,14 @@ def measurement(params: dict[str, Any], result: Result, limits: "DeviceLimits") 
 
 
 class Tuning:
-    """The engine's tuning jobs. It shares the engine's tree, budget, asks and trajectory."""
+    """The engine's tuning jobs. They read the engine's tree, budget and trajectory and ask
+    through it (`host`); `agents` is the engine's agents (the Templatizer is added when missing),
+    `seed` the run's seed (each job's tuner gets seed + its number)."""
 
-    def __init__(self, engine: "Engine"):
-        self.engine = engine
+    def __init__(self, host: JobHost, agents: dict[str, Any], seed: int = 0):
+        self.host = host
+        self.agents = agents
+        self.seed = seed
         self.jobs: dict[str, TuneJob] = {}
         self.started = 0
         self.calls = 0
@@ -130,11 +109,11 @@ class Tuning:
         """Start a tuning job on each noted candidate, fastest first, that ranks among the tune_top
         fastest, is not tuned yet and finds its evaluations in the budget (called before expansions
         are started, so the evaluations a job reserves are not handed to them)."""
-        if not self.engine.settings.tune:
+        if not self.host.settings.tune:
             self.due = []
             return
-        objective = self.engine.settings.objective
-        nodes = sorted((self.engine.tree[i] for i in dict.fromkeys(self.due)),
+        objective = self.host.settings.objective
+        nodes = sorted((self.host.tree[i] for i in dict.fromkeys(self.due)),
                        key=lambda n: (-(n.speedup(objective) or 0.0), n.order))
         self.due = []
         for node in nodes:
@@ -147,21 +126,21 @@ class Tuning:
                       reserve=self._reservable())
         self.jobs[job.id] = job
         node.tuning = {"job": job.id, "outcome": "templatizing"}
-        self.engine._changed.add(node.id)
+        self.host.changed(node.id)
         self._ask_templatizer(job)
 
     def _ranks_high(self, node: Node) -> bool:
-        objective = self.engine.settings.objective
-        ranked = sorted((n for n in self.engine.tree.passing() if n.search_parent is not None),
+        objective = self.host.settings.objective
+        ranked = sorted((n for n in self.host.tree.passing() if n.search_parent is not None),
                         key=lambda n: (-(n.speedup(objective) or 0.0), n.order))
-        return node in ranked[: self.engine.settings.tune_top]
+        return node in ranked[: self.host.settings.tune_top]
 
     def share_left(self) -> float:
         """Evaluations tuning may still make under tune_share of max_evals (no cap without one)."""
-        limit = self.engine.budget.limits.max_evals
+        limit = self.host.budget.limits.max_evals
         if limit is None:
             return float("inf")
-        return int(self.engine.settings.tune_share * limit) - self.evals
+        return int(self.host.settings.tune_share * limit) - self.evals
 
     def reserved(self, exclude: TuneJob | None = None) -> int:
         """Evaluations the running jobs (but `exclude`) still hold back: each its reserve less what it used."""
@@ -170,22 +149,21 @@ class Tuning:
     def _reservable(self) -> int:
         """What a job starting now may reserve: tune_evals, within the share and the budget that
         running expansions and the other tuning jobs leave."""
-        _, expansions = self.engine._reserved(tuning=False)
+        _, reserved = self.host.reserved()  # the running expansions' and every tuning job's
         held = self.reserved()
-        free = self.engine.budget.evals_left() - expansions - held
-        return int(max(0, min(self.engine.settings.tune_evals, self.share_left() - held, free)))
+        free = self.host.budget.evals_left() - reserved
+        return int(max(0, min(self.host.settings.tune_evals, self.share_left() - held, free)))
 
     def _room(self, calls: int, evals: int, job: TuneJob | None = None) -> bool:
         """Budget for `calls` and `evals` more, beside what running expansions and the other tuning
         jobs reserved (`job`'s own reserve is what it spends from)."""
-        budget = self.engine.budget
-        reserved_calls, expansions = self.engine._reserved(tuning=False)
-        reserved_evals = expansions + self.reserved(exclude=job)
+        budget = self.host.budget
+        reserved_calls, reserved_evals = self.host.reserved(exclude=job)
         return (budget.soft_reason() is None and budget.calls_left() >= calls + reserved_calls
                 and budget.evals_left() >= evals + reserved_evals and self.share_left() >= evals)
 
     def _why_no_room(self) -> str:
-        budget = self.engine.budget
+        budget = self.host.budget
         if budget.soft_reason():
             return f"stopped early: {budget.soft_reason()}"
         if self.share_left() < 1:
@@ -196,52 +174,51 @@ class Tuning:
         return self._room(1, 2) and self._reservable() >= 2  # the Templatizer, the default instance and one more
 
     def _job_budget(self, job: TuneJob) -> int:
-        return int(max(0, min(job.reserve - job.evals, self.engine.budget.evals_left())))
+        return int(max(0, min(job.reserve - job.evals, self.host.budget.evals_left())))
 
     # ---- asks ---------------------------------------------------------------------------------
 
     def _ask_templatizer(self, job: TuneJob) -> None:
         job.stage, job.calls, self.calls = TEMPLATIZE, job.calls + 1, self.calls + 1
-        self.engine._ask_completion(job, AGENT)
+        self.host.ask_completion(job, AGENT)
 
-    def request(self, job: TuneJob) -> CompletionRequest:
-        engine = self.engine
-        node = engine.tree[job.node_id]
-        ctx = engine.contexts.build(AGENT, engine.tree, engine.trajectory, parent=node, failure=job.failure)
+    def request(self, job: TuneJob, agent: str = AGENT) -> CompletionRequest:
+        """The Templatizer's prompt for `job` (`agent` is always the Templatizer)."""
+        host = self.host
+        node = host.tree[job.node_id]
+        ctx = host.contexts.build(AGENT, host.tree, host.trajectory, parent=node, failure=job.failure)
         ctx.extra["tune_budget"] = self._job_budget(job)
-        ctx.extra["tune_match"] = engine.settings.tune_match
+        ctx.extra["tune_match"] = host.settings.tune_match
         request = self._agent().request(ctx)
         if job.feedback:
             request = replace(request, messages=[*request.messages, *job.feedback])
-        if engine.settings.temperature is not None:
-            request = replace(request, temperature=engine.settings.temperature)
+        if host.settings.temperature is not None:
+            request = replace(request, temperature=host.settings.temperature)
         return request
 
     def _agent(self):
-        agent = self.engine.agents.get(AGENT)
+        agent = self.agents.get(AGENT)
         if agent is None:
             from kernelwright.agents.templatizer import Templatizer
 
-            agent = self.engine.agents[AGENT] = Templatizer()
+            agent = self.agents[AGENT] = Templatizer()
         return agent
 
     def _ask_instance(self, job: TuneJob, params: dict[str, Any], default: bool = False) -> None:
-        engine, parent = self.engine, self.engine.tree[job.node_id]
-        node = Node(id=engine.tree.new_id(), parent_id=parent.id, search_parent=None, action="tune",
+        host, parent = self.host, self.host.tree[job.node_id]
+        node = Node(id=host.tree.new_id(), parent_id=parent.id, search_parent=None, action="tune",
                     code=job.template.instantiate(params), plan=f"tuning of {parent.id}: {params_text(params)}",
                     approach_key=f"parameter tuning of {parent.id}", job_id=job.id, depth=parent.depth + 1,
                     tuning={"job": job.id, "of": parent.id, "template": job.template.hash, "params": dict(params),
                             "default": default})
-        engine.tree.add(node)
-        engine._changed.add(node.id)
+        host.tree.add(node)
+        host.changed(node.id)
         job.instances.append(node.id)
         if default:
             job.default_id = node.id
         job.stage, job.evals, self.evals = MEASURE, job.evals + 1, self.evals + 1
-        engine.budget.spend.evals += 1
-        ask = EvaluationAsk(engine._new_ask_id(), node.id, node.code, job.id)
+        ask = host.ask_evaluation(job, node)
         job.asked[ask.id] = (dict(params), node.id)
-        engine._issue(job, ask)
 
     # ---- results ------------------------------------------------------------------------------
 
@@ -265,9 +242,9 @@ class Tuning:
                                           Message("user", parsed.feedback)])
         budget = self._job_budget(job)
         try:
-            state = TunerState(parsed, limits=device_limits(self.engine.contexts.target),
-                               strategy=self.engine.settings.tune_strategy, budget=budget,
-                               seed=self.engine.seed + job.number, first=[parsed.defaults])
+            state = TunerState(parsed, limits=device_limits(self.host.contexts.target),
+                               strategy=self.host.settings.tune_strategy, budget=budget,
+                               seed=self.seed + job.number, first=[parsed.defaults])
         except TemplateError as exc:
             return self._refuse(job, f"the template cannot be searched: {exc}", "rejected",
                                 feedback=[Message("assistant", result.text), Message("user", parsed_feedback(str(exc)))])
@@ -283,13 +260,13 @@ class Tuning:
 
     def _on_instance(self, job: TuneJob, ask: Ask, result: Result) -> None:
         params, node_id = job.asked.pop(ask.id)
-        node = self.engine.tree[node_id]
+        node = self.host.tree[node_id]
         self._judged(node, result)
         measured = measurement(params, result, job.state.prune.limits or device_limits(None))
         if measured.status == "pruned":
             node.status, node.reason = SKIPPED, f"pruned after compiling: {measured.error}"
         if node_id == job.default_id:
-            why = self._mismatch(self.engine.tree[job.node_id], node)
+            why = self._mismatch(self.host.tree[job.node_id], node)
             if why:
                 job.state = None  # the template is refused; a re-asked one starts a new tuner
                 return self._refuse(job, why, "wrong", failure=why)
@@ -300,13 +277,13 @@ class Tuning:
         if isinstance(result, EvalResult):
             node.eval, node.status, node.reason = result, (PASSED if result.passed else FAILED), result.error
             node.bottleneck = result.bottleneck
-            node.value = node_value(node, self.engine.settings.objective)
+            node.value = node_value(node, self.host.settings.objective)
             self.device_s += result.device_s
             self.judge_s += result.judge_s
             self.on_gpu = self.on_gpu or str(result.device).startswith("cuda")
         else:
             node.status, node.reason = FAILED, f"evaluation failed ({result.kind}): {result.message}"
-        self.engine._changed.add(node.id)
+        self.host.changed(node.id)
 
     def _mismatch(self, original: Node, default: Node) -> str | None:
         """Why the default instance does not reproduce the candidate (None when it does): it must
@@ -316,7 +293,7 @@ class Tuning:
             return (f"the template's default instance {default.id} does not reproduce {original.id}: it "
                     f"{default.eval.outcome if default.eval else 'failed'}"
                     + (f" ({first[0][:300]})" if first else ""))
-        ratio = self.engine.settings.tune_match
+        ratio = self.host.settings.tune_match
         before, now = original.eval.median_ms if original.eval else None, default.eval.median_ms
         if before and now and now > before * ratio:
             return (f"the template's default instance {default.id} passes but takes {now:.3g} ms against "
@@ -327,7 +304,7 @@ class Tuning:
         """Keep up to tune_batch instances in flight (the default instance alone, until it is known
         to reproduce the candidate) while the tuner proposes and the budget lasts; the job ends when
         nothing is in flight and nothing more can be asked."""
-        width = self.engine.settings.tune_batch if job.state.trials else 1
+        width = self.host.settings.tune_batch if job.state.trials else 1
         while len(job.asked) < width and self._job_budget(job) >= 1 and self._room(0, 1, job):
             proposed = job.state.ask(1)
             if not proposed:
@@ -340,7 +317,7 @@ class Tuning:
                 failure: str | None = None) -> None:
         """A template that cannot be used: ask the Templatizer again when allowed, else end."""
         job.notes.append(why)
-        if job.retries < self.engine.settings.parse_retries and self._room(1, 2, job):
+        if job.retries < self.host.settings.parse_retries and self._room(1, 2, job):
             job.retries += 1
             job.feedback, job.failure = list(feedback or []), failure
             return self._ask_templatizer(job)
@@ -352,10 +329,10 @@ class Tuning:
         del self.jobs[job.id]
         if why and why not in job.notes:
             job.notes.append(why)
-        adopted = conclude(self.engine, job, outcome)
+        adopted = conclude(self.host, job, outcome)
         if adopted is not None:
             self.adopted.append(adopted.id)
-            self.engine.strategy.adopted(self.engine.tree, adopted)
+            self.host.adopt(adopted)
 
     def in_progress(self) -> list[tuple[str, str]]:
         """(label, first step) of each running tuning job, for the planners' "In progress" list."""

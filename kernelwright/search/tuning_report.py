@@ -9,8 +9,7 @@ from kernelwright.memory.trajectory import TrajectoryEntry
 from .tree import PASSED, Node
 
 if TYPE_CHECKING:
-    from .core import Engine
-    from .tuning import TuneJob
+    from .jobs import JobHost, TuneJob
 
 
 def params_text(params: dict[str, Any]) -> str:
@@ -21,10 +20,10 @@ def space_text(domains: dict[str, Any]) -> str:
     return "; ".join(f"{k} in {{{', '.join(map(str, values))}}}" for k, values in domains.items())
 
 
-def choose(engine: "Engine", job: "TuneJob") -> Node | None:
+def choose(host: "JobHost", job: "TuneJob") -> Node | None:
     """The fastest passing instance other than the default, when it beats both the candidate and
     the default instance (measured beside it): a configuration the tuner found, not noise."""
-    objective, tree = engine.settings.objective, engine.tree
+    objective, tree = host.settings.objective, host.tree
     found = [tree[i] for i in job.instances if i != job.default_id and tree[i].status == PASSED]
     if not found:
         return None
@@ -34,9 +33,9 @@ def choose(engine: "Engine", job: "TuneJob") -> Node | None:
     return best if (best.speedup(objective) or 0.0) > bar else None
 
 
-def job_cost(engine: "Engine", job: "TuneJob") -> dict[str, Any]:
+def job_cost(host: "JobHost", job: "TuneJob") -> dict[str, Any]:
     """Evaluations, Templatizer calls and the seconds the instances' verdicts report."""
-    judged = [engine.tree[i].eval for i in job.instances if engine.tree[i].eval is not None]
+    judged = [host.tree[i].eval for i in job.instances if host.tree[i].eval is not None]
     on_gpu = any(str(e.device).startswith("cuda") for e in judged)
     prune = job.state.prune if job.state is not None else None
     return {"evaluations": job.evals, "templatizer_calls": job.calls,
@@ -45,11 +44,11 @@ def job_cost(engine: "Engine", job: "TuneJob") -> dict[str, Any]:
             "pruned_before": len(prune.pruned) if prune else 0, "pruned_after": len(prune.after_compile) if prune else 0}
 
 
-def conclude(engine: "Engine", job: "TuneJob", outcome: str | None) -> Node | None:
+def conclude(host: "JobHost", job: "TuneJob", outcome: str | None) -> Node | None:
     """Record the job's end on the candidate (and the adopted instance); the adopted node or None."""
-    tree, objective = engine.tree, engine.settings.objective
+    tree, objective = host.tree, host.settings.objective
     original = tree[job.node_id]
-    adopted = choose(engine, job) if job.state is not None and outcome is None else None
+    adopted = choose(host, job) if job.state is not None and outcome is None else None
     judged = len(job.state.trials) if job.state is not None else 0
     if adopted is not None:
         adopted.search_parent = original.id
@@ -58,14 +57,14 @@ def conclude(engine: "Engine", job: "TuneJob", outcome: str | None) -> Node | No
     elif job.state is not None and judged > 1:
         original.tuned = original_text(job, None, original, objective)
     summary = _summary(job, adopted, outcome)
-    original.tuning = _record(engine, job, adopted, summary)
+    original.tuning = _record(host, job, adopted, summary)
     speed = adopted.speedup(objective) if adopted else None
-    engine.trajectory.add(TrajectoryEntry(
+    host.trajectory.add(TrajectoryEntry(
         candidate_id=adopted.id if adopted else job.id, parent_id=original.id, action="tune",
         plan=f"templatize {original.id} and tune its parameters", approach_key=f"parameter tuning of {original.id}",
         outcome=outcome or ("faster" if adopted else "slower"), speedup=speed if speed and speed > 0 else None,
         reason=summary[:400]))
-    engine._changed.update([original.id, *job.instances])
+    host.changed(original.id, *job.instances)
     return adopted
 
 
@@ -80,10 +79,10 @@ def _summary(job: "TuneJob", adopted: Node | None, outcome: str | None) -> str:
     return text + (f" ({'; '.join(job.notes)})" if job.notes else "")
 
 
-def _record(engine: "Engine", job: "TuneJob", adopted: Node | None, summary: str) -> dict[str, Any]:
+def _record(host: "JobHost", job: "TuneJob", adopted: Node | None, summary: str) -> dict[str, Any]:
     record: dict[str, Any] = {"job": job.id, "outcome": summary, "instances": list(job.instances),
                               "best": adopted.id if adopted else None, "notes": list(job.notes),
-                              "cost": job_cost(engine, job)}
+                              "cost": job_cost(host, job)}
     if job.template is not None:
         record.update(template=job.template.hash, space={k: list(v) for k, v in job.template.params.items()},
                       defaults=dict(job.template.defaults))

@@ -96,7 +96,7 @@ def test_bad_input_is_exit_2_everywhere(args, message, tmp_path, monkeypatch):
 def test_exit_codes_are_documented_once_and_the_same():
     assert (exits.EXIT_OK, exits.EXIT_FAILED, exits.EXIT_USAGE, exits.EXIT_PAUSED, exits.EXIT_INTERRUPTED) == \
         (0, 1, 2, 75, 130)
-    from kernelwright.search.drivers.session import EXIT_INTERRUPTED, EXIT_PAUSED
+    from kernelwright.exits import EXIT_INTERRUPTED, EXIT_PAUSED
 
     assert (EXIT_PAUSED, EXIT_INTERRUPTED) == (exits.EXIT_PAUSED, exits.EXIT_INTERRUPTED)
     doc = (REPO / "docs" / "cli.md").read_text()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernelwright.cli.optimize_cmd import UsageError, build_options
-from kernelwright.search.drivers.session import RunOptions, run_optimization
+from kernelwright.search.drivers.modes import run_optimization
+from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.settings import Settings
 
 FLAGS = dict(problem="p.py", resume=None, llm=None, llm_roles=[], backend=None, strategy=None, limits={},

@@ -19,7 +19,8 @@ from kernelwright.search.asks import Answer, CompletionAsk, EvaluationAsk, ask_h
 from kernelwright.search.budget import Limits
 from kernelwright.search.core import Engine
 from kernelwright.search.drivers.loop import Mirror, Pending, ReplayDiverged, drive
-from kernelwright.search.drivers.session import RunOptions, SearchSession, run_optimization
+from kernelwright.search.drivers.modes import run_optimization
+from kernelwright.search.drivers.session import RunOptions, SearchSession
 from kernelwright.search.settings import Settings
 from kernelwright.store import RunStore
 

@@ -74,7 +74,8 @@ def test_each_layer_is_described_in_the_mode_it_is_in_as_constructed(tmp_path):
 def test_the_training_mode_reaches_a_runs_first_prompt_end_to_end(tmp_path):
     """Issue 31, point 8: from the reference file through the run's stored problem to the prompt file
     of round 1 (an exchange run judged here, on the CPU)."""
-    from kernelwright.search.drivers.session import RunOptions, run_optimization
+    from kernelwright.search.drivers.modes import run_optimization
+    from kernelwright.search.drivers.session import RunOptions
 
     path = tmp_path / "bn.py"
     path.write_text(SWITCHED.replace("        self.fixed.eval()\n", ""))

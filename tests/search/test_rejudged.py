@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from kernelwright.cli.app import app
 from kernelwright.judge.scheduling.batch import REJUDGED, verdict_system_error
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
-from kernelwright.search.drivers.session import RunOptions, run_optimization
+from kernelwright.search.drivers.modes import run_optimization
+from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.settings import Settings
 from kernelwright.store import RunStore
 

@@ -208,7 +208,8 @@ def test_an_exchange_and_batch_run_asks_three_prompts_and_judges_one_candidate(t
 
     from test_drivers import hand_written_verdict
 
-    from kernelwright.search.drivers.session import RunOptions, run_optimization
+    from kernelwright.search.drivers.modes import run_optimization
+    from kernelwright.search.drivers.session import RunOptions
     from kernelwright.store import RunStore
 
     run_dir = tmp_path / "run"

@@ -81,13 +81,6 @@ def visible_gpus() -> tuple[int, ...]:
     return indices
 
 
-def detected_arch_list() -> str:
-    """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    from ..toolchain import smi_arch_list
-
-    return smi_arch_list()
-
-
 def nvidia_smi(*args: str) -> str:
     exe = shutil.which("nvidia-smi")
     if not exe:

@@ -1,7 +1,9 @@
 """A run from start (or resume) to done or paused: the edge where the pure engine meets the world.
 
-    outcome = run_optimization(RunOptions(problem="problem.py", llm="openai:gpt-5"))
-    outcome = run_optimization(RunOptions(resume="kw-runs/20250101-120000-problem-1a2b"))
+    outcome = run_search(RunOptions(problem="problem.py", llm="openai:gpt-5"))
+    outcome = run_search(RunOptions(resume="kw-runs/20250101-120000-problem-1a2b"))
+
+(`modes.run_optimization` takes any run to the driver of its mode: this one for the agents.)
 
 Starting: describe the problem, check the LLM configuration (a bad spec or a missing key stops
 here, before any folder exists), create RUN_DIR with its database, store the settings.
@@ -10,7 +12,8 @@ the order it was told); asks left without a result come out of the engine again 
 again (an exchange prompt or a batch request is found by its hash or name, not re-created). A
 batch run then takes the verdicts judged again after a system error (`judge --batch
 --retry-errors`) in place of the ones it stored (rejudged.py).
-A run made without an LLM (the template autotuner, `autotune.py`) resumes through its own driver.
+A run made without an LLM (the template autotuner, `autotune.py`) resumes through its own driver
+(modes.py chooses it).
 
 The process working on a run holds RUN_DIR/run.lock (`store.RunLock`). Ctrl-C or SIGTERM ends the
 run as `interrupted`, with the best candidate so far written and a resume hint; after `kill -9` the
@@ -33,7 +36,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.llm.errors import EXIT_ANSWER_PENDING, ConfigError, LLMError
+from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
+from kernelwright.llm.errors import ConfigError, LLMError
 
 from ..asks import result_from_dict
 from ..budget import Limits
@@ -41,22 +45,14 @@ from ..core import AGENT_NAMES, Engine, EngineError
 from ..problem_info import ProblemInfo, describe_problem
 from ..settings import Settings
 from . import rejudged, targets
+from .errors import RunError
 from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
 
 DEFAULT_WORKSPACE = Path("kw-runs")
 BEST_FILE = "best_model_new.py"
 # written into a workspace folder the first time a run is made there: run folders stay out of git
 WORKSPACE_GITIGNORE = "# kernelwright run folders (databases, candidates): not for version control\n*\n"
-#: exit status of a run that paused (exchange answers or batch verdicts pending); the llm layer's
-#: EX_TEMPFAIL, so every "try again later" in kernelwright reads the same
-EXIT_PAUSED = EXIT_ANSWER_PENDING
-EXIT_OK, EXIT_FAILED = 0, 1
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C
 INTERRUPTED_DETAIL = "stopped by the user (Ctrl-C or SIGTERM)"
-
-
-class RunError(RuntimeError):
-    """The run cannot start or resume; the message says why and what to do."""
 
 
 @dataclass
@@ -577,30 +573,8 @@ def check_problem_unchanged(run: dict[str, Any]) -> None:
                        "compare. Start a new run, or restore the file.")
 
 
-def stored_mode(run_dir: str | Path) -> str:
-    """"search" (agents) or "autotune" (no LLM) for a stored run; "search" when unreadable."""
-    import sqlite3
-
-    from kernelwright.store import RunStore, StoreError
-
-    try:
-        with RunStore.in_dir(run_dir, create=False) as store:
-            return (store.run().get("settings") or {}).get("mode", "search")
-    except (StoreError, OSError, sqlite3.Error):
-        return "search"
-
-
-def run_optimization(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
-    """Start or resume a run; a resumed run without an LLM goes back to the template autotuner, a
-    run of imported candidates to their judging."""
-    if options.resume and stored_mode(options.resume) == "autotune":
-        from .autotune import run_autotune
-
-        return run_autotune(options, on_progress)
-    if options.resume and stored_mode(options.resume) == "import":
-        from .imported import run_imported
-
-        return run_imported(options, on_progress)
+def run_search(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
+    """Start or resume a run of the agents (the driver of mode "search": modes.py chooses it)."""
     session = SearchSession(options, on_progress)
     try:
         return session.run_to_end()

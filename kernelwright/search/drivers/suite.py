@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
 from kernelwright.store.suite import (BATCH_DIR, EXCHANGE_DIR, SuiteEntry, SuiteError, SuiteManifest, new_manifest,
                                       read_manifest, write_manifest)
 
-from .session import (DEFAULT_WORKSPACE, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, INTERRUPTED_DETAIL, RunError,
-                      RunOptions, RunOutcome, Shared, prepare_run_dir)
+from . import modes
+from .session import DEFAULT_WORKSPACE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, Shared, prepare_run_dir
 
 SEARCH_PARALLEL = 8  # agent runs going on at once (their evaluations share the judge pool)
 AUTOTUNE_PARALLEL = 4  # template tuners at once (each waits for its evaluations)
-EXIT_FAILED = 1
 Progress = Callable[[str, dict], None]  # (run name, snapshot)
 
 
@@ -81,7 +81,7 @@ def run_suite(problems: list[Path], options: RunOptions, no_model: bool, label: 
     """Create the suite's folder and its runs, then run them all (see the module docstring)."""
     if not problems:
         raise RunError("the suite holds no problem files")
-    mode = "autotune" if no_model else "search"
+    mode = modes.new_mode(no_model)
     manifest = new_manifest(mode, options.eval_mode or "local", problems, label or problems[0].parent.name)
     suite_dir = suite_dir_for(options, label, manifest)
     if (suite_dir / "suite.json").exists() or (suite_dir / "run.sqlite").exists():
@@ -105,7 +105,7 @@ def _run(suite_dir: Path, manifest: SuiteManifest, options: RunOptions, on_progr
          new: bool) -> SuiteOutcome:
     outcome = SuiteOutcome(suite_dir, manifest)
     plans = [(entry, _entry_options(suite_dir, manifest, entry, options, new)) for entry in manifest.entries]
-    if manifest.mode in ("autotune", "import"):
+    if manifest.mode in (modes.AUTOTUNE, modes.IMPORT):
         outcome.results = _run_threads(plans, options, on_progress, manifest.mode)
     else:
         outcome.results = _run_sessions(plans, options, on_progress)
@@ -202,14 +202,11 @@ def _named(on_progress: Progress | None, name: str) -> Callable[[dict], None] | 
 
 
 def _run_threads(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOptions, on_progress: Progress | None,
-                 mode: str = "autotune") -> list[tuple[SuiteEntry, RunOutcome | Exception]]:
+                 mode: str = modes.AUTOTUNE) -> list[tuple[SuiteEntry, RunOutcome | Exception]]:
     """Template tuners (or runs of imported candidates) in threads over one judge pool."""
     from kernelwright.problem import ProblemError
 
-    from .autotune import run_autotune
-    from .imported import run_imported
-
-    runner = run_imported if mode == "import" else run_autotune
+    runner = modes.runner(mode)
     pool = _shared_pool(dataclasses.replace(options, eval_mode=options.eval_mode or "local"))
     shared = Shared(pool=pool, gate=threading.Lock())
 

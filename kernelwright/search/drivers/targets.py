@@ -14,6 +14,7 @@ from typing import Any
 from kernelwright.judge.target import Target, TargetError, detect_target, load_target, read_device_file
 
 from ..problem_info import ProblemInfo
+from .errors import RunError
 
 WAITING = (
     "this batch run does not know its evaluation device yet, and every prompt describes it. On the GPU "
@@ -25,8 +26,6 @@ WAITING = (
 
 def target_of_spec(spec: str) -> Target:
     """The target a --target option names, or a usage error that says why not."""
-    from .session import RunError
-
     try:
         return load_target(spec)
     except TargetError as exc:
@@ -34,8 +33,6 @@ def target_of_spec(spec: str) -> Target:
 
 
 def _device_file(evals_dir: Path) -> Target | None:
-    from .session import RunError
-
     try:
         return read_device_file(evals_dir)
     except TargetError as exc:

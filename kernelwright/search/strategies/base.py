@@ -9,21 +9,18 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from ..jobs import Job
 from ..settings import Settings
 from ..tree import Node, Tree
 from ..values import node_value
-
-if TYPE_CHECKING:  # the Job type lives in core; strategies read .id, .parent_id, .generation
-    from ..core import Job
 
 
 @dataclass
 class SearchState:
     tree: Tree
     settings: Settings
-    active: list["Job"] = field(default_factory=list)
+    active: list[Job] = field(default_factory=list)
     jobs_started: int = 0
     rng: random.Random = field(default_factory=lambda: random.Random(0))
 
@@ -48,10 +45,10 @@ class Strategy:
         """The node to expand now, or None (wait for results, or nothing left to expand)."""
         raise NotImplementedError
 
-    def started(self, job: "Job") -> None:
+    def started(self, job: Job) -> None:
         self.started_at[job.parent_id] += 1
 
-    def job_done(self, tree: Tree, job: "Job", leaf: Node | None) -> None:
+    def job_done(self, tree: Tree, job: Job, leaf: Node | None) -> None:
         """An expansion ended; `leaf` is its last candidate (None when no code was produced)."""
 
     def adopted(self, tree: Tree, node: Node) -> None:

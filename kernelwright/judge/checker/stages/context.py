@@ -147,11 +147,6 @@ def describe_exception(exc: BaseException, path: Path | None, what: str) -> str:
     return f"{what} raised {text}{where}"
 
 
-def is_triton_compile_error(exc: BaseException) -> bool:
-    kind = type(exc)
-    return kind.__module__.startswith("triton") and "Compil" in kind.__name__
-
-
 def read_text(path: Path) -> str:
     try:
         return path.read_text()
