@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from import_graph import cycles, imports_of, module_graph, module_of, private_names_taken
+from import_graph import cycles, imports_of, module_graph, module_of, private, private_names_taken
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "kernelwright"
@@ -270,7 +270,7 @@ def private_state_reached(root: Path = ROOT) -> list[str]:
     found = []
     for path in sorted((root / "kernelwright").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Attribute)
+            if (isinstance(node, ast.Attribute) and private(node.attr) and isinstance(node.value, ast.Attribute)
                     and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"):
                 found.append(f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node)}")
     return found
