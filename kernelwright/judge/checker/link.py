@@ -61,6 +61,21 @@ class CallResult:
     late: bool = False  # outputs copied when the reply came (not at `done`)
 
 
+def shared_fault(exc: BaseException) -> str:
+    """The candidate's CUDA fault as this process saw it ('' when `exc` is none): the runner and
+    this process are clients of one MPS server, and a client's illegal access or device assert ends
+    every client's context, so this process's next CUDA call during the candidate's call raises the
+    candidate's fault. It is the candidate's error (a trial fails), never the judge's; no CUDA work
+    of this process can follow (`RunnerLink.faulted`)."""
+    from ..faults import async_fault
+
+    what = async_fault(f"{type(exc).__name__}: {exc}")
+    if not what:
+        return ""
+    return (f"CUDA error: {what} (raised in the judge's process, which shares the GPU's MPS server with "
+            f"the candidate's: a fault in the candidate's kernels ends both; {type(exc).__name__}: {exc})")
+
+
 class RunnerLink:
     """The call channel to one runner (see the module docstring)."""
 
@@ -71,6 +86,7 @@ class RunnerLink:
         self.self_time = self_time and self.gpu
         self.clock = ("runner_events" if self.self_time else "checker_events") if self.gpu else "wall_cpu"
         self.n = 0
+        self.faulted = False  # a CUDA fault during a call ended this process's context too (`shared_fault`)
         self.shared: list = []  # the shared input buffers (and values), in argument order
         self.shared_grads: list = []
         self.layout: list[tuple] = []
@@ -208,7 +224,16 @@ class RunnerLink:
                    "rng": self.rng.getrandbits(62)}
         if not self.gpu:
             return self._call_host(pristine, grad_outputs or [], message)
-        return self._call_device(pristine, grad_outputs or [], message)
+        try:
+            return self._call_device(pristine, grad_outputs or [], message)
+        except RunnerGone:
+            raise
+        except Exception as exc:  # noqa: BLE001 - only a CUDA fault is the candidate's; the rest is raised
+            fault = shared_fault(exc)
+            if not fault:
+                raise
+            self.faulted = True
+            return CallResult(self.n, error=fault, error_type="CudaFault")
 
     def _call_host(self, pristine: list, grads: list, message: dict[str, Any]) -> CallResult:
         _refill(self.shared, pristine)

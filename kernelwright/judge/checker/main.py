@@ -251,12 +251,27 @@ def evaluate(request: JudgeRequest, writer: ResultWriter, modules: dict[str, Any
         ctx.candidate_source = read_text(ctx.candidate_path)
         ctx.runner = runner or spawn_runner(ctx.problem_path, ctx.candidate_path)
         run_stages(ctx)
-    except Exception:  # noqa: BLE001 - a judge bug: say so rather than blame the candidate
-        ctx.stop(ERROR, "internal judge error: " + traceback.format_exc(limit=6)[-2000:])
+    except Exception as exc:  # noqa: BLE001 - a judge bug: say so rather than blame the candidate
+        fault = candidate_fault(ctx, exc)
+        if fault:
+            ctx.stop(FAIL, fault)
+        else:
+            ctx.stop(ERROR, "internal judge error: " + traceback.format_exc(limit=6)[-2000:])
     finally:
         close_runner(ctx)
     finish.finalize(ctx)
     return verdict
+
+
+def candidate_fault(ctx: Context, exc: BaseException) -> str:
+    """A CUDA fault raised in this process once the candidate's kernels have run (`link.shared_fault`:
+    one MPS server, one fault for all its clients): the candidate's error, not the judge's."""
+    from .link import shared_fault
+
+    link = getattr(ctx, "link", None)
+    if link is None or not getattr(link, "n", 0):
+        return ""
+    return shared_fault(exc)
 
 
 def close_runner(ctx: Context) -> None:

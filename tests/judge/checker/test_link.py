@@ -130,3 +130,46 @@ def test_gpu_calls_are_fenced_timed_and_copied_without_the_sandbox(tmp_path):
         link.finish()
     finally:
         runner.kill()
+
+
+# ------------------------------------------------------------------ a fault shared through MPS
+
+
+def _faulting_link(monkeypatch, error: Exception) -> RunnerLink:
+    import socket
+
+    mine, theirs = socket.socketpair()
+    theirs.close()
+    link = RunnerLink(mine, "cuda", on_device=True)
+
+    def raise_in_call(*_args, **_kwargs):  # what this process's next CUDA call raises after the candidate's fault
+        raise error
+
+    monkeypatch.setattr(link, "_call_device", raise_in_call)
+    return link
+
+
+def test_a_cuda_fault_raised_here_during_a_call_is_the_candidates_failed_call(monkeypatch):
+    link = _faulting_link(monkeypatch, RuntimeError("CUDA error: an illegal memory access was encountered"))
+    result = link.call([], phase="trials")
+    assert result.error_type == "CudaFault" and "illegal memory access" in result.error
+    assert "shares the GPU's MPS server" in result.error and link.faulted
+
+
+def test_any_other_error_of_this_process_during_a_call_stays_the_judges(monkeypatch):
+    link = _faulting_link(monkeypatch, RuntimeError("CUDA error: out of memory"))
+    with pytest.raises(RuntimeError, match="out of memory"):
+        link.call([], phase="trials")
+    assert not link.faulted
+
+
+def test_a_fault_after_the_candidate_ran_fails_it_and_before_it_ran_is_the_judges():
+    from types import SimpleNamespace
+
+    from kernelwright.judge.checker.main import candidate_fault
+
+    fault = RuntimeError("CUDA error: device-side assert triggered")
+    assert "device-side assert" in candidate_fault(SimpleNamespace(link=SimpleNamespace(n=3)), fault)
+    assert candidate_fault(SimpleNamespace(link=SimpleNamespace(n=0)), fault) == ""  # no call yet: the judge's
+    assert candidate_fault(SimpleNamespace(link=None), fault) == ""
+    assert candidate_fault(SimpleNamespace(link=SimpleNamespace(n=3)), ValueError("a judge bug")) == ""
