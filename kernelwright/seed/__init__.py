@@ -54,6 +54,10 @@ def seed_problem(problem_path: str | Path, out: str | Path, options: SeedOptions
     call = rewrite_call(captured.wrapper, set(captured.kernels))
     if not codes:
         raise SeedError(_no_kernel(call.torch_calls, gemm))
+    if call.inputs is not None and call.inputs != len(captured.arg_exprs):
+        raise SeedError(f"inductor's call takes {call.inputs} arguments for the {len(captured.arg_exprs)} tensors of "
+                        "dynamo's graph (a tensor passed twice, e.g. tied weights, is deduplicated outside inductor); "
+                        "the seed cannot map them")
     if call.outputs != captured.output_count:
         raise SeedError(f"inductor's call returns {call.outputs} tensors and Model.forward {captured.output_count} "
                         "(an output that is a view of an input is rebuilt outside inductor's code); the seed "
@@ -115,6 +119,8 @@ def _sizes(problem) -> str:
 
 def _no_kernel(torch_calls: list[str], gemm: str) -> str:
     calls = ", ".join(dict.fromkeys(torch_calls)) or "no op at all"
-    hint = "; --gemm native asks inductor to write matmuls as Triton kernels" if gemm == "extern" else ""
+    matmuls = {"torch.mm", "torch.addmm", "torch.bmm", "torch.baddbmm"} & set(torch_calls)
+    hint = "; --gemm native (on a GPU) asks inductor to write matmuls as Triton kernels" \
+        if gemm == "extern" and matmuls else ""
     return (f"inductor's code for this problem launches no Triton kernel (it calls {calls}): a seed would fail the "
             f"own-kernel rule under every rule set{hint}")

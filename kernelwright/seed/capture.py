@@ -188,4 +188,4 @@ def _kernel(name: str, source: str, live) -> Kernel:
     grid = GridExpr.from_meta(tuner.inductor_meta, cfg, mode="python")
     config = LaunchConfig(dict(cfg.kwargs), int(cfg.num_warps), int(cfg.num_stages), tuned)
     return Kernel(name, source, config, tuple(grid.prefix), (str(grid.x_grid), str(grid.y_grid), str(grid.z_grid)),
-                  heuristic)
+                  heuristic, tuple(tuner.inductor_meta.get("extra_launcher_args") or ()))

@@ -77,7 +77,8 @@ def launcher_source(kernel: Kernel, code: KernelCode) -> str:
     body = [f"    {line}" for line in kernel.grid_prefix]
     body.append(f"    {kernel.name}[({', '.join(kernel.grid)})]({args}{', ' if args else ''}{', '.join(options)})")
     where = "autotuned by inductor" if cfg.tuned else "inductor's first configuration"
-    return f"def launch_{kernel.name}({args}):\n    \"\"\"{where}\"\"\"\n" + "\n".join(body) + "\n"
+    params = ", ".join(code.params + kernel.grid_args)  # the grid's own arguments come last (FixedGrid)
+    return f"def launch_{kernel.name}({params}):\n    \"\"\"{where}\"\"\"\n" + "\n".join(body) + "\n"
 
 
 def helpers_source(names: set[str] | frozenset[str]) -> str:
@@ -211,6 +212,9 @@ INTERPRETED_LIBDEVICE = {
     "sqrt": "tl.sqrt(x)", "rsqrt": "tl.rsqrt(x)", "sin": "tl.sin(x)", "cos": "tl.cos(x)", "abs": "tl.abs(x)",
     "floor": "tl.floor(x)", "ceil": "tl.ceil(x)", "isnan": "x != x", "isinf": "tl.abs(x) == float('inf')",
     "tanh": "1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)",
+    # log(1 + x) scaled by x / ((1 + x) - 1) keeps the digits 1 + x rounds away (Goldberg's trick)
+    "log1p": "tl.where(1.0 + x == 1.0, x, tl.log(1.0 + x) * (x / ((1.0 + x) - 1.0)))",
+    "expm1": "tl.where(tl.abs(x) < 1e-5, x + 0.5 * x * x, tl.exp(x) - 1.0)",
 }
 _LIBDEVICE_CALL = re.compile(r"\blibdevice\.(\w+)")
 

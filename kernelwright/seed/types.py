@@ -33,6 +33,7 @@ class Kernel:
     grid_prefix: tuple[str, ...]
     grid: tuple[str, str, str]
     heuristic: str  # pointwise, reduction, persistent_reduction, template, ...
+    grid_args: tuple[str, ...] = ()  # launch arguments the wrapper passes for the grid only (a template's fixed grid)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ class CallCode:
     outputs: int  # how many tensors it returns
     torch_calls: list[str] = field(default_factory=list)  # torch ops it still calls, in order (may repeat)
     extern_helpers: dict[str, str] = field(default_factory=dict)  # name -> source of copied extern functions
+    inputs: int | None = None  # how many arguments it unpacks from `args` (None: not a plain unpack)
 
 
 def kernel_sources(wrapper: str) -> dict[str, str]:
@@ -76,7 +77,8 @@ def rewrite_call(wrapper: str, kernels: set[str]) -> CallCode:
     returns = [n for n in ast.walk(out) if isinstance(n, ast.Return)]
     if len(returns) != 1 or not isinstance(returns[0].value, (ast.Tuple, ast.List)):
         raise SeedError("inductor's call does not end in one `return (outputs...)`; the seed cannot read its outputs")
-    return CallCode(ast.unparse(out), len(returns[0].value.elts), rewriter.torch_calls, rewriter.extern_helpers)
+    return CallCode(ast.unparse(out), len(returns[0].value.elts), rewriter.torch_calls, rewriter.extern_helpers,
+                    _arguments(fn))
 
 
 # ---------------------------------------------------------------------------------------------- details
@@ -98,6 +100,15 @@ def _call_def(tree: ast.Module) -> ast.FunctionDef:
                 if isinstance(item, ast.FunctionDef) and item.name == "call":
                     return item
     raise SeedError("inductor's wrapper defines no call(args) function")
+
+
+def _arguments(fn: ast.FunctionDef) -> int | None:
+    """`arg0_1, arg1_1 = args` -> 2."""
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id == "args":
+            target = stmt.targets[0]
+            return len(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else None
+    return None
 
 
 class _Rewriter:

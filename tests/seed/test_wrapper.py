@@ -40,7 +40,7 @@ def test_the_call_becomes_plain_torch_and_seed_helpers():
         "triton_poi_fused_relu_0"]
     code = rewrite_call(WRAPPER, set(kernels))
     text = code.text
-    assert text.startswith("def seed_call(args):") and code.outputs == 1
+    assert text.startswith("def seed_call(args):") and code.outputs == 1 and code.inputs == 3
     assert "buf0 = alloc((64, 128), (128, 1), torch.float32, seed_device)" in text
     assert "torch.mm(arg2_1, reinterpret_tensor(arg0_1" in text
     assert "launch_triton_poi_fused_relu_0(buf1, arg1_1, 8192)" in text
