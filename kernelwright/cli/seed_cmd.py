@@ -31,7 +31,7 @@ def seed(
     from kernelwright.rules import UnknownRuleSet
     from kernelwright.seed import SeedError, SeedOptions, seed_problem
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line each
     try:
         overrides = dict(parse_override(s) for s in set_)
         options = SeedOptions(rules=rules, gemm=gemm, overrides=overrides, device=device, check=not no_check)
