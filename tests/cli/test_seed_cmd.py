@@ -17,7 +17,7 @@ runner = CliRunner()
 def test_seed_writes_the_file_and_reports_it(tmp_path):
     out = tmp_path / "gelu_seed.py"
     result = runner.invoke(app, ["seed", str(REPO / "examples/problems/scale_bias_gelu.py"), "--out", str(out),
-                                 "--device", "cpu", "--json"])
+                                 "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout.strip().splitlines()[-1])
     assert shown["out"] == str(out) and shown["kernels"] and shown["rule_sets"]["strict"] == ""
@@ -31,7 +31,7 @@ def test_a_problem_it_cannot_export_exits_1_with_the_reason(tmp_path):
                        "def get_inputs():\n    return [torch.randn(8, 16), torch.randn(16, 4)]\n\n\n"
                        "def get_init_inputs():\n    return []\n")
     out = tmp_path / "seed.py"
-    result = runner.invoke(app, ["seed", str(problem), "--out", str(out), "--device", "cpu"])
+    result = runner.invoke(app, ["seed", str(problem), "--out", str(out)])
     assert result.exit_code == EXIT_FAILED, result.output
     assert "no seed written" in result.output and "launches no Triton kernel" in result.output
     assert not out.exists()
