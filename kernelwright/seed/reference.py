@@ -44,12 +44,10 @@ def _assigns(node: ast.stmt) -> set[str]:
 
 def _constant(problem, node: ast.stmt, source: str) -> str:
     """`name = value` with the loaded value where it is a literal (overrides and shrink applied)."""
-    names = _assigns(node)
-    if len(names) == 1:
-        name = next(iter(names))
-        value = getattr(problem.module, name, None)
-        if _is_literal(value):
-            return f"{name} = {value!r}"
+    names = sorted(_assigns(node))
+    values = [getattr(problem.module, name, None) for name in names]
+    if names and all(_is_literal(v) and v == values[0] for v in values):  # `height = width = 128` too
+        return f"{' = '.join(names)} = {values[0]!r}"
     return ast.get_source_segment(source, node) or ""
 
 
