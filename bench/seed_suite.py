@@ -44,6 +44,8 @@ def one(problem: Path, rules: str, out: Path, overrides: dict, judge_config) -> 
         seed = seed_problem(problem, target, SeedOptions(rules=rules, overrides=overrides))
     except SeedError as exc:
         return {**row, "seeded": False, "reason": str(exc), "seed_s": round(time.monotonic() - started, 1)}
+    except Exception as exc:  # noqa: BLE001 -- a bug of the seed writer: recorded as such, the suite goes on
+        return {**row, "seeded": False, "crashed": True, "reason": f"seed crashed: {type(exc).__name__}: {exc}"}
     row.update(seeded=True, kernels=len(seed.kernels), torch_calls=seed.torch_calls,
                seed_s=round(time.monotonic() - started, 1))
     import dataclasses
