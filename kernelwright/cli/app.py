@@ -30,7 +30,7 @@ def _main(version: bool = typer.Option(False, "--version", "-V", callback=_versi
     """Turn a PyTorch reference program into faster, verified GPU kernels."""
 
 # modules under kernelwright.cli that expose register(app); order is the order of --help
-COMMAND_MODULES = ("optimize_cmd", "runs_cmd", "report_cmd", "kernelbench_cmd", "judge_cmd", "gpu_cmd", "tune_cmd",
+COMMAND_MODULES = ("optimize_cmd", "runs_cmd", "report_cmd", "kernelbench_cmd", "judge_cmd", "seed_cmd", "gpu_cmd", "tune_cmd",
                    "profile_cmd", "models_cmd", "skills_cmd", "mcp_cmd")
 
 for _name in COMMAND_MODULES:

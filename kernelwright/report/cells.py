@@ -77,6 +77,7 @@ def problem_columns(rules: str, pending: dict[str, int] | None = None
     return [
         ("problem", lambda p: p.name), ("level", lambda p: p.level), ("run", lambda p: p.status),
         ("result", status), ("best", lambda p: result(p).best_id or "-"),
+        ("origin", lambda p: p.origin or "-"),
         ("× eager", lambda p: times(result(p).speedup.get("eager"))),
         ("× torch.compile", lambda p: times(result(p).speedup.get("compile_default"))),
         ("time ms", lambda p: number(result(p).median_ms, 4) if result(p).median_ms is not None else "-"),

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelwright.judge.outcome import CORRECT, INCORRECT, NOT_JUDGED, outcome
+from kernelwright.seed.types import ORIGIN as SEED_ORIGIN
 
 OBJECTIVES = ("eager", "compile_default")
 NO_LEVEL = "-"  # a run outside a suite whose problem is not in a KernelBench level folder
@@ -92,6 +93,7 @@ class ProblemResult:
     best_code: str = ""
     best_evidence: list[str] = field(default_factory=list)  # the evidence header's lines
     best_verdict: dict[str, Any] | None = None
+    origin: str = ""  # who wrote the best candidate: seed, template, model, imported (origin_of)
 
     def result(self, rules: str | None = None) -> RuleResult:
         """The outcome under `rules` (default: the run's own rule set). Under a set its candidates
@@ -158,8 +160,18 @@ def collect_problem(store, run_id: str, name: str, level: str, run_dir: str) -> 
         out.best_verdict = verdict
         out.best_code = (candidate or {}).get("code") or ""
         out.best_evidence = evidence_lines(run, candidate or {"id": best_id}, verdict)
+        out.origin = origin_of(out.mode, out.best_code)
     _measured(out, store, run_id, rows, best_id, rules)
     return out
+
+
+def origin_of(mode: str, code: str) -> str:
+    """Who wrote a result's best candidate, so a compile export is never counted as a model's: `seed`
+    (torch.compile's kernels exported by `kernelwright seed`, its `# origin:` line), `template` (the
+    no-LLM autotuner), `model` (the agents), `imported` (another run's or tool's code)."""
+    if re.search(rf"^# origin: {re.escape(SEED_ORIGIN)}$", code, re.M):
+        return "seed"
+    return {"autotune": "template", "search": "model", "import": "imported"}.get(mode, mode)
 
 
 def _speedups(row: dict[str, Any]) -> dict[str, float | None]:

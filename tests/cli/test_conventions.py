@@ -73,6 +73,7 @@ BAD_INPUT = [
     (["optimize", "missing_problem.py"], "file not found"),
     (["judge", "missing_problem.py", "missing_candidate.py"], "file not found"),
     (["baseline", "missing_problem.py"], "not found"),
+    (["seed", "missing_problem.py"], "no such file"),
     (["runs", "show", "no-such-run", "--dir", "."], "no run"),
     (["skills", "show", "no-such-skill"], "no skill"),
     (["optimize", "--resume", "."], "nothing to resume"),
