@@ -8,20 +8,26 @@ and the built-in template library that lets `kernelwright optimize` work without
 
 `optimize_without_llm(problem_path)` (tune.autopilot) matches the library, tunes and verifies.
 """
-from .cache import TuneCache
-from .constraints import ConstraintError, parse_constraint
-from .evaluate import JudgeEvaluator, Measurement, TableEvaluator
-from .hardware import H100_SXM, DeviceLimits, detect_limits
-from .prune import PruneReport, prune_space
-from .seeds import SeedCache
-from .strategies import TUNE_STRATEGIES, make_tune_strategy
-from .template import Template, TemplateError, load_template, parse_template
-from .tuner import TuneResult, tune, tune_groupwise
-from .verify import verify_default
+from importlib import import_module
 
-__all__ = [
-    "ConstraintError", "DeviceLimits", "H100_SXM", "JudgeEvaluator", "Measurement", "PruneReport", "SeedCache",
-    "TUNE_STRATEGIES",
-    "TableEvaluator", "Template", "TemplateError", "TuneCache", "TuneResult", "detect_limits", "load_template",
-    "make_tune_strategy", "parse_constraint", "parse_template", "prune_space", "tune", "tune_groupwise", "verify_default",
-]
+# each public name's module, imported on first use (PEP 562): importing one module of the package
+# (the Templatizer's `tune.template`, `tune.budget`) must not load the cache (sqlite3) or the
+# hardware limits (the judge's device probe) for the engine's process
+_HOMES = {
+    "TuneCache": "cache", "ConstraintError": "constraints", "parse_constraint": "constraints",
+    "JudgeEvaluator": "evaluate", "Measurement": "evaluate", "TableEvaluator": "evaluate",
+    "H100_SXM": "hardware", "DeviceLimits": "hardware", "detect_limits": "hardware",
+    "PruneReport": "prune", "prune_space": "prune", "SeedCache": "seeds",
+    "TUNE_STRATEGIES": "strategies", "make_tune_strategy": "strategies",
+    "Template": "template", "TemplateError": "template", "load_template": "template", "parse_template": "template",
+    "TuneResult": "tuner", "tune": "tuner", "tune_groupwise": "tuner", "verify_default": "verify",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value

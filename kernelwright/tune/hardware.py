@@ -67,18 +67,30 @@ def _known(name: str) -> DeviceLimits:
     return from_target(known_target(name))
 
 
-H100_SXM = _known("h100")
-A100_SXM = _known("a100")
-L4 = _known("l4")
-KNOWN_DEVICES = {"h100": H100_SXM, "a100": A100_SXM, "l4": L4}
+# the names a template's constraints may use (the same for every device)
+LIMIT_NAMES = tuple(DeviceLimits(name="", compute_capability=(9, 0), sm_count=1).as_env())
+_KNOWN = {"H100_SXM": "h100", "A100_SXM": "a100", "L4": "l4"}
+
+
+def __getattr__(name: str):
+    """The known cards' limits, read from judge.target on first use (PEP 562): a module that only
+    needs the limits' names (the template format, which the engine's Templatizer imports) loads no
+    judge code."""
+    if name in _KNOWN:
+        value = globals()[name] = _known(_KNOWN[name])
+        return value
+    if name == "KNOWN_DEVICES":
+        value = globals()[name] = {short: __getattr__(long) for long, short in _KNOWN.items()}
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def table_limits(name: str = "h100") -> DeviceLimits:
     key = name.lower()
-    for short, limits in KNOWN_DEVICES.items():
+    for short, limits in __getattr__("KNOWN_DEVICES").items():
         if short in key:
             return limits
-    raise ValueError(f"no limits table for device {name!r}; known: {', '.join(KNOWN_DEVICES)}")
+    raise ValueError(f"no limits table for device {name!r}; known: {', '.join(_KNOWN.values())}")
 
 
 def detect_limits(device_index: int | None = None) -> DeviceLimits:
@@ -87,14 +99,14 @@ def detect_limits(device_index: int | None = None) -> DeviceLimits:
         import torch
 
         if not torch.cuda.is_available():
-            return H100_SXM
+            return __getattr__("H100_SXM")
         props = torch.cuda.get_device_properties(device_index or 0)
     except Exception:  # noqa: BLE001 -- a broken CUDA setup is no reason to stop planning
-        return H100_SXM
+        return __getattr__("H100_SXM")
     try:
         base = table_limits(props.name)
     except ValueError:
-        base = H100_SXM
+        base = __getattr__("H100_SXM")
     return DeviceLimits(
         name=props.name,
         compute_capability=(props.major, props.minor),

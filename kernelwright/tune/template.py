@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .constraints import FUNCTIONS, Constraint, ConstraintError, parse_constraint
-from .hardware import H100_SXM
+from .hardware import LIMIT_NAMES
 from .params import MAX_DOMAIN, PARAM_KINDS, ParamSpec, SpaceError, activity_constraint, infer_kind, parse_param
 
 TUNE_NAME, PARAMS_NAME = "KW_TUNE", "KW_PARAMS"
@@ -40,7 +40,7 @@ __all__ = ["MAX_DOMAIN", "ParamSpec", "Template", "TemplateError", "config_key",
 def vocabulary() -> dict[str, Any]:
     """What a declaration may use, for whoever explains the format (the Templatizer's prompt):
     parameter kinds, the device-limit names and the functions constraints may call."""
-    return {"kinds": dict(PARAM_KINDS), "limits": list(H100_SXM.as_env()), "functions": list(FUNCTIONS)}
+    return {"kinds": dict(PARAM_KINDS), "limits": list(LIMIT_NAMES), "functions": list(FUNCTIONS)}
 
 
 _KNOWN_KEYS = {"params", "constraints", "defaults", "sizes", "backend", "name", "meta"}
@@ -202,7 +202,7 @@ def _constraints(texts: list, params: dict[str, tuple], specs: dict[str, ParamSp
     configuration whatever the parameters."""
     if not isinstance(texts, list):
         raise TemplateError(f"{TUNE_NAME}['constraints'] must be a list of expressions")
-    known = set(params) | set(sizes) | set(H100_SXM.as_env())
+    known = set(params) | set(sizes) | set(LIMIT_NAMES)
     found = []
     for text in texts:
         try:
