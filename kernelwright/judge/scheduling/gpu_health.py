@@ -38,7 +38,9 @@ DEVICE_MARKERS = ("GPU is lost", "fallen off the bus", "device lost", "Xid", "un
                   "CUDA_ERROR_DEVICE_UNAVAILABLE", "busy or unavailable", "no CUDA-capable device",
                   "No CUDA GPUs are available", "CUDA driver initialization failed", "cudaErrorInitializationError",
                   "CUDA_ERROR_NOT_INITIALIZED", "CUDA_ERROR_NO_DEVICE", "cudaErrorNoDevice",
-                  "NVML_ERROR_GPU_IS_LOST", "Unable to determine the device handle")
+                  "NVML_ERROR_GPU_IS_LOST", "Unable to determine the device handle", "CUDA error: initialization error",
+                  # what processes see of a GPU that fell off the bus (Xid 79) mid-run
+                  "CUDA error: unknown error", "CUDA_ERROR_UNKNOWN")
 PROBE_TIMEOUT_S = 60.0
 # the probe's child: a context and an allocation on the one visible GPU, through the driver API
 PROBE_CODE = """
@@ -136,8 +138,9 @@ def rejudged_flag(failed: list[tuple[str, str, str]], now: str) -> Flag:
     ((index, why, the first run's error line)) failed while it ran."""
     said = "; ".join(f"{describe(gpu)} failed while it judged this candidate ({why}), the run there said: "
                      f"{first or '(nothing)'}" for gpu, why, first in failed)
+    where = f"on {describe(now)}" if now else "elsewhere"
     return Flag(GPU_FAILED, INFO, f"{said}. That GPU was taken out of the pool's rotation (not held against "
-                                  f"the candidate); judged again on {describe(now)}, this is that verdict")
+                                  f"the candidate); judged again {where}, this is that verdict")
 
 
 def no_gpu_left(verdict: Verdict) -> bool:

@@ -61,6 +61,14 @@ class GpuGone(Exception):
     """The job's GPU was taken out of rotation before its evaluation started: assign it again."""
 
 
+class GpuFailed(Exception):
+    """The job's GPU failed under its evaluation (gpu_health): judge it again on another GPU."""
+
+    def __init__(self, gpu: str, why: str, said: str):
+        super().__init__(f"GPU {gpu} failed: {why}")
+        self.record = (gpu, why, said)  # as gpu_health.rejudged_flag takes it
+
+
 @dataclass
 class JudgeJob:
     """One candidate to judge; `config` overrides the pool's."""
@@ -284,8 +292,8 @@ class JudgePool:
         config = job.config or self.config
         failed: list[tuple[str, str, str]] = []  # (GPU, why it failed, what the run there said)
         while True:
-            device = self._assign()
-            if device is None or len(failed) >= MAX_GPU_FAILURES:
+            device = self._assign() if len(failed) < MAX_GPU_FAILURES else None
+            if device is None:
                 verdict = gpu_health.no_gpu_left_verdict(_label(job.problem), _label(job.candidate), failed,
                                                          config.to_dict())
                 if not future.running() and not future.set_running_or_notify_cancel():
@@ -295,6 +303,9 @@ class JudgePool:
                 verdict = self._admitted_run(job, config, device, future)
             except GpuGone:
                 continue  # its GPU failed before it started: to another, nothing lost
+            except GpuFailed as gone:
+                failed.append(gone.record)  # its GPU failed under it: again on another, flagged
+                continue
             except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
                 verdict = _internal_error(job, exc)
                 if not future.running() and not future.set_running_or_notify_cancel():
@@ -304,12 +315,9 @@ class JudgePool:
                     self._assigned[device] -= 1
             if verdict is None:  # cancelled before it reached a lane
                 return
-            why = self._gpu_failure(device, verdict)
-            if not why:
-                break
-            failed.append((device, why, (verdict.error or "").strip().splitlines()[0][:300] if verdict.error else ""))
-        if failed and verdict.gpu:
-            verdict.flags.append(gpu_health.rejudged_flag(failed, str(verdict.gpu.get("index"))))
+            break
+        if failed and not gpu_health.no_gpu_left(verdict):
+            verdict.flags.append(gpu_health.rejudged_flag(failed, str((verdict.gpu or {}).get("index", ""))))
         if precompile_s is not None:
             verdict.stage_seconds["precompile"] = round(precompile_s, 3)
         future.set_result(verdict)
@@ -331,11 +339,13 @@ class JudgePool:
         (which then takes it out). A pass stands: it was measured in full."""
         if not gpu or verdict.passed:
             return ""
+        suspect = self.failed_gpus.get(gpu) or gpu_health.suspect(verdict)
+        if not suspect:
+            return ""
         with self._probing:  # one probe at a time: the GPU's other in-flight verdicts find it decided
             if gpu in self.failed_gpus:
                 return self.failed_gpus[gpu]
-            suspect = gpu_health.suspect(verdict)
-            probe = self.gpu_probe(gpu) if suspect else ""
+            probe = self.gpu_probe(gpu)
             if not probe:
                 return ""
             why = f"{probe} (after: {suspect})"
@@ -363,6 +373,10 @@ class JudgePool:
             verdict = self._run(job, config, job_env, phase="evaluate")
             if device:  # the GPU it ran on, as this trusted process knows it
                 verdict.gpu = dict(gpu_health.gpu_identity(device))
+            why = self._gpu_failure(device, verdict)  # decided holding the lane: nothing new starts there meanwhile
+            if why:
+                said = (verdict.error or "").strip().splitlines()[0][:300] if (verdict.error or "").strip() else ""
+                raise GpuFailed(device, why, said)
             return verdict
         finally:
             slots.put(env)

@@ -155,3 +155,24 @@ def test_every_gpu_process_gets_nvlink_multicast_off_unless_already_set(monkeypa
 def test_the_probe_reports_a_gpu_nvidia_smi_cannot_read(monkeypatch):
     monkeypatch.setattr(gpu_health, "_nvidia_smi", lambda *args: (15, "Unable to determine the device handle for GPU1: GPU is lost"))
     assert "GPU is lost" in gpu_health.probe_gpu("1")
+
+
+class SlowBrokenPool(FakeGpuPool):
+    """A broken GPU answers only after a while, so every job is given a GPU before it fails."""
+
+    def _run(self, job, config, env, phase):
+        if env.get("CUDA_VISIBLE_DEVICES") in self.broken:
+            threading.Event().wait(0.5)
+        return super()._run(job, config, env, phase)
+
+
+def test_jobs_waiting_for_a_gpu_that_fails_move_unflagged_and_only_the_one_it_ran_is_judged_again():
+    pool = SlowBrokenPool(JudgeConfig(), gpus=[0, 1], per_gpu=1, broken={"1"}, log=lambda line: None,
+                          gpu_probe=lambda gpu: "GPU is lost" if gpu == "1" else "")
+    verdicts = pool.judge_many(_jobs(4))
+    assert [v.status for v in verdicts] == [PASS] * 4 and {v.gpu["index"] for v in verdicts} == {0}
+    on_one = [name for name, gpu, _ in pool.calls if gpu == "1"]
+    assert len(on_one) == 1  # the GPU was decided while its lane was held: no second job started there
+    flagged = [v.candidate for v in verdicts if any(f.code == GPU_FAILED for f in v.flags)]
+    assert flagged == on_one  # the job that waited for GPU 1 moved to GPU 0 with nothing to flag
+    assert pool._assigned == {"0": 0, "1": 0}  # every assignment given back
