@@ -168,6 +168,9 @@ class Verdict:
     overrides: dict[str, Any] = field(default_factory=dict)
     shrunk: bool = False
     device: str = "cpu"
+    # the GPU it was judged on, as the pool that started it knows it: {"index", "name", "uuid"}
+    # (the physical index, nvidia-smi's name and UUID); empty on a CPU or outside a pool
+    gpu: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     process: ProcessInfo | None = None
     profile: dict[str, Any] | None = None  # kernelwright.profile ProfileReport.to_dict(), when asked for

@@ -17,7 +17,7 @@ HOLDER = """
 import sys, time
 from kernelwright.judge.gpulock import DeviceLock
 folder, kind, name, hold, log = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
-lock = DeviceLock("gpu-test", folder)
+lock = DeviceLock(sys.argv[6] if len(sys.argv) > 6 else "gpu-test", folder)
 with getattr(lock, kind)():
     with open(log, "a") as fh:
         fh.write(f"{name} start {time.time()}\\n")
@@ -27,9 +27,9 @@ with getattr(lock, kind)():
 """
 
 
-def _start(tmp_path, kind, name, hold):
+def _start(tmp_path, kind, name, hold, key="gpu-test"):
     return subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), kind, name, str(hold),
-                             str(tmp_path / "log")], env={"PYTHONPATH": str(REPO)})
+                             str(tmp_path / "log"), key], env={"PYTHONPATH": str(REPO)})
 
 
 def _intervals(tmp_path) -> dict[str, tuple[float, float]]:
@@ -84,3 +84,23 @@ def test_cpu_key_and_lock_folder_under_the_cache(tmp_path):
     assert device_key("cpu") == "cpu"
     lock = lock_for("cpu", tmp_path)
     assert isinstance(lock, DeviceLock) and lock.folder == tmp_path / "locks"
+
+
+def test_each_gpu_has_its_own_lock_so_two_gpus_time_at_once(tmp_path, monkeypatch):
+    """Several GPUs: the key names the physical GPU (its UUID), so timings on GPU 0 and GPU 1 hold
+    different locks and run at once, while two timings on one GPU still take turns."""
+    import types
+
+    import torch
+
+    props = {0: types.SimpleNamespace(uuid="aaaa-0"), 1: types.SimpleNamespace(uuid="bbbb-1")}
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props[index])
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert device_key("cuda:0") == "gpu-aaaa-0" and device_key("cuda:1") == "gpu-bbbb-1" and device_key("cuda") == "gpu-aaaa-0"
+    procs = [_start(tmp_path, "exclusive", "gpu0", 1.5, "gpu-aaaa-0"), _start(tmp_path, "exclusive", "gpu1", 1.5, "gpu-bbbb-1"),
+             _start(tmp_path, "exclusive", "gpu0again", 1.5, "gpu-aaaa-0")]
+    for proc in procs:
+        proc.wait(30)
+    spans = _intervals(tmp_path)
+    assert _overlap(spans["gpu1"], spans["gpu0"]) or _overlap(spans["gpu1"], spans["gpu0again"])
+    assert not _overlap(spans["gpu0"], spans["gpu0again"])

@@ -301,10 +301,10 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             parser.error(f"{folder} is not a folder")
     gpus = [int(g) for g in args.gpus.split(",") if g.strip()] if args.gpus else None
-    pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers,
-                     per_gpu=args.per_gpu)
     started = time.monotonic()
     log = lambda line: print(f"[{time.monotonic() - started:6.1f} s] {line}", flush=True)  # noqa: E731
+    pool = JudgePool(JudgeConfig(), compile_workers=args.compile_workers, gpus=gpus, cpu_workers=args.cpu_workers,
+                     per_gpu=args.per_gpu, log=log)  # every visible GPU unless --gpus; a failed GPU is logged
     retry = args.retry_errors  # once: a verdict that is a system error again waits for the next call
     try:
         while True:

@@ -14,6 +14,12 @@ asks for them (`submit` -> `concurrent.futures.Future`, `await ajudge(...)`). Ea
   baselines and profiling: the worker holds the device's lock shared or exclusively
   (`gpulock`), so no timing ever runs beside another process's kernels.
 
+Several GPUs (judge/scheduling/gpu_health.py): each job goes to the GPU with the fewest jobs, is
+admitted by that GPU's free memory and ledger, times under that GPU's lock; its verdict names the
+GPU (`Verdict.gpu`). Every GPU process gets NVLink multicast switched off. A GPU that fails (a
+probe confirms it) is taken out of rotation; the evaluations it had in flight are judged again on
+another GPU and flagged `gpu_failed_rejudged`.
+
 Verdicts are handed out as they complete, so a caller can persist each before the next arrives.
 """
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -33,6 +40,7 @@ from typing import AsyncIterator, Iterable, Iterator
 
 from .. import api
 from .admission import MemoryAdmission, memory_key, run_admitted
+from . import gpu_health
 from ..request import SourceText, make_request, text_of
 from ..candidate_kinds import backend_of
 from ..config import JudgeConfig
@@ -44,6 +52,21 @@ from ..verdict import ERROR, Verdict
 DEFAULT_PER_GPU = 4
 # threads per lane: the jobs that wait for GPU memory admission (holding no lane) beside those that run
 WAITING_PER_LANE = 4
+# GPUs one evaluation may see fail before it is given up as not judged (a candidate that really
+# brings GPUs down must not take the whole pool with it)
+MAX_GPU_FAILURES = 2
+
+
+class GpuGone(Exception):
+    """The job's GPU was taken out of rotation before its evaluation started: assign it again."""
+
+
+class GpuFailed(Exception):
+    """The job's GPU failed under its evaluation (gpu_health): judge it again on another GPU."""
+
+    def __init__(self, gpu: str, why: str, said: str):
+        super().__init__(f"GPU {gpu} failed: {why}")
+        self.record = (gpu, why, said)  # as gpu_health.rejudged_flag takes it
 
 
 @dataclass
@@ -98,7 +121,7 @@ class JudgePool:
                  gpus: Iterable[int] | None = None, cpu_workers: int | None = None,
                  scratch_root: str | Path | None = None, per_gpu: int | None = None,
                  precompile: bool | None = None, warm: bool | None = None, free_bytes=None,
-                 gpu_processes=None, ledgers=None):
+                 gpu_processes=None, ledgers=None, gpu_probe=None, log=None):
         self.config = config or JudgeConfig()
         self.compile_workers = max(1, compile_workers or os.cpu_count() or 1)
         self.gpus = list(visible_gpus() if gpus is None else gpus)
@@ -120,6 +143,12 @@ class JudgePool:
         self.admission = MemoryAdmission(free_bytes=free_bytes or gpu_free_bytes,
                                          gpu_processes=gpu_processes or gpu_process_count,
                                          ledgers=ledgers or machine_ledger)
+        # a GPU that fails: gpu_probe(gpu) -> "" (healthy) or why not (tests pass a fake); the GPUs
+        # taken out of rotation and why; log(line) says so (default: stderr)
+        self.gpu_probe = gpu_probe or gpu_health.probe_gpu
+        self.failed_gpus: dict[str, str] = {}
+        self._probing = threading.Lock()
+        self.log = log or _log_stderr
 
     # ------------------------------------------------------------------ streaming
 
@@ -215,7 +244,8 @@ class JudgePool:
         """One environment per evaluation slot: `per_gpu` per GPU, or `cpu_workers` CPU slots.
         Torch's CPU threads are shared out among the slots (unless OMP_NUM_THREADS is set)."""
         if self.gpus and self.config.device != "cpu":
-            envs = [{"CUDA_VISIBLE_DEVICES": str(gpu)} for gpu in self.gpus for _ in range(self.per_gpu)]
+            envs = [gpu_health.multicast_off({"CUDA_VISIBLE_DEVICES": str(gpu)})
+                    for gpu in self.gpus for _ in range(self.per_gpu)]
         else:
             envs = [{"CUDA_VISIBLE_DEVICES": ""} if self.gpus else {} for _ in range(self.cpu_workers)]
         if "OMP_NUM_THREADS" not in os.environ and len(envs) > 1:
@@ -254,33 +284,77 @@ class JudgePool:
             return None
 
     def _evaluate(self, job: JudgeJob, future: Future, precompile_s: float | None = None) -> None:
-        """Evaluate on the least busy device, once admitted there, on one of its lanes; the
-        precompile's process time joins the verdict's stage times."""
+        """Evaluate on the least busy device, once admitted there, on one of its lanes; on another
+        GPU when that one fails (see gpu_health). The precompile's process time joins the verdict's
+        stage times."""
         if future.cancelled():
             return
         config = job.config or self.config
-        device = self._assign()
-        try:
-            verdict = self._admitted_run(job, config, device, future)
-        except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
-            verdict = _internal_error(job, exc)
-            if not future.running() and not future.set_running_or_notify_cancel():
-                verdict = None  # cancelled meanwhile: no one waits for it
-        finally:
-            with self._guard:
-                self._assigned[device] -= 1
-        if verdict is None:  # cancelled before it reached a lane
-            return
+        failed: list[tuple[str, str, str]] = []  # (GPU, why it failed, what the run there said)
+        while True:
+            device = self._assign() if len(failed) < MAX_GPU_FAILURES else None
+            if device is None:
+                verdict = gpu_health.no_gpu_left_verdict(_label(job.problem), _label(job.candidate), failed,
+                                                         config.to_dict())
+                if not future.running() and not future.set_running_or_notify_cancel():
+                    return
+                break
+            try:
+                verdict = self._admitted_run(job, config, device, future)
+            except GpuGone:
+                continue  # its GPU failed before it started: to another, nothing lost
+            except GpuFailed as gone:
+                failed.append(gone.record)  # its GPU failed under it: again on another, flagged
+                continue
+            except Exception as exc:  # noqa: BLE001 - a judge bug must not stall the caller
+                verdict = _internal_error(job, exc)
+                if not future.running() and not future.set_running_or_notify_cancel():
+                    verdict = None  # cancelled meanwhile: no one waits for it
+            finally:
+                with self._guard:
+                    self._assigned[device] -= 1
+            if verdict is None:  # cancelled before it reached a lane
+                return
+            break
+        if failed and not gpu_health.no_gpu_left(verdict):
+            verdict.flags.append(gpu_health.rejudged_flag(failed, str((verdict.gpu or {}).get("index", ""))))
         if precompile_s is not None:
             verdict.stage_seconds["precompile"] = round(precompile_s, 3)
         future.set_result(verdict)
 
-    def _assign(self) -> str:
-        """The device with the fewest jobs given to it (running or waiting for room)."""
+    def _assign(self) -> str | None:
+        """The device with the fewest jobs given to it (running or waiting for room), of those not
+        taken out of rotation; None when every GPU failed."""
         with self._guard:
-            device = min(self._assigned, key=lambda d: (self._assigned[d], d))
+            working = [d for d in self._assigned if d not in self.failed_gpus]
+            if not working:
+                return None
+            device = min(working, key=lambda d: (self._assigned[d], d))
             self._assigned[device] += 1
             return device
+
+    def _gpu_failure(self, gpu: str, verdict: Verdict) -> str:
+        """Why `verdict` is GPU `gpu`'s failure, not the candidate's ("": it is not): the GPU was
+        taken out of rotation while it ran, or the verdict is suspect and the GPU fails its probe
+        (which then takes it out). A pass stands: it was measured in full."""
+        if not gpu or verdict.passed:
+            return ""
+        suspect = self.failed_gpus.get(gpu) or gpu_health.suspect(verdict)
+        if not suspect:
+            return ""
+        with self._probing:  # one probe at a time: the GPU's other in-flight verdicts find it decided
+            if gpu in self.failed_gpus:
+                return self.failed_gpus[gpu]
+            probe = self.gpu_probe(gpu)
+            if not probe:
+                return ""
+            why = f"{probe} (after: {suspect})"
+            with self._guard:
+                self.failed_gpus[gpu] = why
+                left = [d for d in self._assigned if d not in self.failed_gpus]
+            self.log(f"judge pool: {gpu_health.describe(gpu)} taken out of rotation for the rest of this run: {why}; "
+                     f"{len(left)} GPU(s) left{' (' + ', '.join(left) + ')' if left else ''}")
+            return why
 
     def _on_lane(self, job: JudgeJob, config: JudgeConfig, device: str, future: Future) -> Verdict | None:
         """Run the evaluation on a free lane of `device` (waiting for one); None when `future` was
@@ -288,13 +362,22 @@ class JudgePool:
         slots = self._slots[device]
         env = slots.get()
         try:
+            if device in self.failed_gpus:
+                raise GpuGone(device)
             if not future.running() and not future.set_running_or_notify_cancel():
                 return None
             job_env = dict(env)
             arch = self._arch(config)
             if arch:  # the arch phase A built for, or the build hash differs
                 job_env["TORCH_CUDA_ARCH_LIST"] = arch
-            return self._run(job, config, job_env, phase="evaluate")
+            verdict = self._run(job, config, job_env, phase="evaluate")
+            if device:  # the GPU it ran on, as this trusted process knows it
+                verdict.gpu = dict(gpu_health.gpu_identity(device))
+            why = self._gpu_failure(device, verdict)  # decided holding the lane: nothing new starts there meanwhile
+            if why:
+                said = (verdict.error or "").strip().splitlines()[0][:300] if (verdict.error or "").strip() else ""
+                raise GpuFailed(device, why, said)
+            return verdict
         finally:
             slots.put(env)
 
@@ -388,7 +471,14 @@ def precompile_env(config: JudgeConfig, arch: str) -> dict[str, str]:
 
 
 def _internal_error(job: JudgeJob, exc: Exception) -> Verdict:
-    label = lambda x: x.name if isinstance(x, SourceText) else str(x)  # noqa: E731
     config = job.config.to_dict() if job.config else {}
-    return Verdict(problem=label(job.problem), candidate=label(job.candidate), status=ERROR,
+    return Verdict(problem=_label(job.problem), candidate=_label(job.candidate), status=ERROR,
                    error=f"internal judge error: {type(exc).__name__}: {exc}", config=config)
+
+
+def _label(x) -> str:
+    return x.name if isinstance(x, SourceText) else str(x)
+
+
+def _log_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

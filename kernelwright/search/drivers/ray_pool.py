@@ -15,6 +15,10 @@
 - **Losses.** A dead actor (its process killed, its node lost) fails its calls with a Ray error; the
   evaluation goes back in the queue for another actor (a replacement actor is started), at most
   `max_attempts` times. Then `JudgeLost` says what happened: the candidate is not blamed.
+- **A failed GPU.** An actor whose GPU failed (its pool probed it and took it out: the verdict is
+  `gpu_health.no_gpu_left`) is retired: it gets no more evaluations and is left running, so it keeps
+  holding the broken GPU in Ray's accounts and no new actor is placed there; the evaluation goes to
+  another actor, counted as a lost attempt, and its verdict carries the INFO flag `gpu_failed_rejudged`.
 - **Where.** Every verdict carries `environment["judged_on"]`: host, GPU (index, UUID, name), Ray
   node and actor ids, the attempt that judged it and the attempts lost before.
 
@@ -30,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kernelwright.judge.candidate_kinds import backend_of
+from kernelwright.judge.scheduling.gpu_health import GPU_FAILED, no_gpu_left
 from kernelwright.judge.scheduling.node import NodeJob
 from kernelwright.judge.scheduling.pool import DEFAULT_PER_GPU
-from kernelwright.judge.verdict import Verdict
+from kernelwright.judge.verdict import INFO, Flag, Verdict
 
 INSTALL_HINT = 'pip install "kernelwright[ray]"'
 
@@ -232,7 +237,18 @@ class RayJudgePool:
             finally:
                 self._release(actor)
             verdict = Verdict.from_dict(data)
+            if no_gpu_left(verdict):  # the actor's GPU failed: the evaluation goes to another actor
+                lost.append({**(actor.info or {}), "error": verdict.error, "gpu_failed": True})
+                self._retire(actor)
+                if not any(a.alive for a in self._actors):
+                    break
+                continue
             verdict.environment.setdefault("judged_on", {}).update(attempt=attempt, lost=lost)
+            failed = [x for x in lost if x.get("gpu_failed")]
+            if failed:
+                verdict.flags.append(Flag(GPU_FAILED, INFO, "judged again on another actor after the GPU of "
+                                          + "; ".join(_gpu_of(x) + f": {x['error']}" for x in failed)
+                                          + " (taken out of rotation; not held against the candidate)"))
             return verdict
         raise JudgeLost(lost)
 
@@ -323,6 +339,14 @@ class RayJudgePool:
                 except RuntimeError:  # its event loop has ended (an earlier run in this process)
                     pass
 
+    def _retire(self, actor: _Actor) -> None:
+        """An actor whose GPU failed takes no more evaluations. It is not killed: alive, it keeps the
+        broken GPU reserved in Ray's accounts, so no replacement lands on it."""
+        if actor.alive:
+            actor.alive = False
+            logging.getLogger(__name__).warning("judge actor on %s retired: its GPU failed", _gpu_of(actor.info or {}))
+        self._wake()
+
     def _replace(self, actor: _Actor) -> None:
         """A lost actor's place goes to a new one, which Ray starts wherever there is room."""
         if not actor.alive:
@@ -342,6 +366,12 @@ class RayJudgePool:
         except import_ray().exceptions.RayError:
             actor.alive = False
             self._wake()
+
+
+def _gpu_of(where: dict[str, Any]) -> str:
+    """"host GPU 1 (NVIDIA H200)" from an actor's `judged_on` description."""
+    gpus = ", ".join(f"GPU {g.get('index')} ({g.get('name')})" for g in where.get("gpus") or [])
+    return " ".join(filter(None, [str(where.get("hostname") or ""), gpus])) or "an actor"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -353,3 +353,21 @@ def test_a_timing_rejection_while_sharing_the_gpu_is_judged_again_alone():
     with alone:
         verdict = alone.judge_many([JudgeJob(PROBLEM, SourceText("x", "fast"))])[0]
     assert alone.calls == ["fast"] and verdict.status == FAIL
+
+
+def test_admission_is_per_gpu_a_full_gpu_does_not_hold_back_another():
+    """Several GPUs: each has its own free memory and running jobs, not one global budget."""
+    free = {"0": 20 * GIB, "1": 80 * GIB}
+    admission = MemoryAdmission(free_bytes=lambda gpu: free[gpu], headroom_bytes=2 * GIB, margin=1.0)
+    admission.record("k", 12 * GIB)
+    first, second, third, release = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+    threading.Thread(target=_hold, args=(admission, "0", "k", first, release), daemon=True).start()
+    assert first.wait(5)
+    threading.Thread(target=_hold, args=(admission, "0", "k", second, release), daemon=True).start()
+    assert not second.wait(0.5)  # 12 + 2 > 20 - 12 on GPU 0
+    threading.Thread(target=_hold, args=(admission, "1", "k", third, release), daemon=True).start()
+    assert third.wait(5)  # GPU 1 has room: its job starts while GPU 0's second still waits
+    assert not second.is_set()
+    assert [r.gpu for r in admission._running["0"]] == ["0"] and [r.gpu for r in admission._running["1"]] == ["1"]
+    release.set()
+    assert second.wait(5)
