@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from kernelwright.judge.sweep import SweepInstance
 from kernelwright.llm.types import Completion, CompletionRequest
 
 from .results import AskFailure, EvalResult, SeedsResult, SweepOutcome
@@ -53,6 +52,15 @@ class EvaluationAsk:
 
 
 @dataclass
+class SweepItem:
+    """One configuration of a sweep: its parameters and its instance's source (the judge's
+    `judge.sweep.SweepInstance`, as plain data here: the engine imports nothing of the judge)."""
+
+    params: dict[str, Any]
+    source: str
+
+
+@dataclass
 class SweepAsk:
     """Instances of one template to benchmark in ONE evaluation (`judge.api.judge_sweep`: each built,
     checked on one trial and timed; tuning.py, issue 33). Its times rank configurations; the
@@ -62,7 +70,7 @@ class SweepAsk:
 
     id: str
     of: str  # the candidate whose template this is
-    instances: list[SweepInstance]
+    instances: list[SweepItem]
     job_id: str = ""
     template: str = ""
     device: str = ""
@@ -109,7 +117,7 @@ def ask_from_dict(data: dict[str, Any]) -> Ask:
     if kind == "sweep":
         return SweepAsk(id=data["id"], of=data["of"], job_id=data.get("job_id", ""),
                         template=data.get("template", ""), device=data.get("device", ""),
-                        instances=[SweepInstance(dict(i["params"]), i["source"]) for i in data["instances"]])
+                        instances=[SweepItem(dict(i["params"]), i["source"]) for i in data["instances"]])
     if kind == "seeds":
         return SeedsAsk(id=data["id"], template=data["template"], device=data["device"],
                         limit=int(data.get("limit", 4)), job_id=data.get("job_id", ""))

@@ -112,7 +112,7 @@ class JobHost(Protocol):
         """`node`'s code to judge on `job`'s behalf (one evaluation spent)."""
 
     def ask_sweep(self, job: Any, of: Node, instances: list, template: str = "", device: str = "") -> SweepAsk:
-        """Instances (judge.sweep.SweepInstance) of `of`'s template benchmarked in one evaluation on
+        """Instances (asks.SweepItem) of `of`'s template benchmarked in one evaluation on
         `job`'s behalf (one evaluation spent); `template` and `device` let the driver record the
         times as seeds."""
 

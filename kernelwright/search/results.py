@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
-
-from kernelwright.judge.sweep import SweepResult
+from typing import TYPE_CHECKING, Any
 
 from .verdict_facts import verdict_facts
+
+if TYPE_CHECKING:  # the judge's sweep record, imported when one is read: the engine's import stays free of the judge
+    from kernelwright.judge.sweep import SweepResult
 
 FAILURE_CHARS = 3000  # a failure text longer than this is cut (head and tail kept)
 
@@ -129,7 +130,7 @@ class SweepOutcome:
     params, status, time and reason, in the order asked) and what the evaluation cost. The record
     ranks configurations; it is no verdict (the winner is judged in full by an ask of its own)."""
 
-    record: SweepResult
+    record: "SweepResult"
     device: str = "cpu"
     device_s: float = 0.0
     judge_s: float = 0.0
@@ -141,12 +142,14 @@ class SweepOutcome:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SweepOutcome":
+        from kernelwright.judge.sweep import SweepResult
+
         return cls(SweepResult.from_dict(data.get("record") or {}), device=data.get("device", "cpu"),
                    device_s=float(data.get("device_s") or 0.0), judge_s=float(data.get("judge_s") or 0.0),
                    error=data.get("error", ""))
 
     @classmethod
-    def from_verdict(cls, record: SweepResult, verdict) -> "SweepOutcome":
+    def from_verdict(cls, record: "SweepResult", verdict) -> "SweepOutcome":
         from kernelwright.tune.cost import verdict_seconds
 
         device_s, judge_s = verdict_seconds(verdict)

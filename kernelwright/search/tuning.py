@@ -39,9 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kernelwright.agents.types import ParseFailure
 from kernelwright.llm.types import Completion, CompletionRequest, Message
 
-from kernelwright.judge.sweep import NOT_RUN, SweepInstance
-
-from .asks import Ask, CompletionAsk, Result, SeedsAsk, SweepAsk
+from .asks import Ask, CompletionAsk, Result, SeedsAsk, SweepAsk, SweepItem
 from .jobs import MEASURE, TEMPLATIZE, JobHost, TuneJob
 from .results import EvalResult, SeedsResult, SweepOutcome
 from .tree import FAILED, PASSED, SKIPPED, Node
@@ -249,7 +247,7 @@ class Tuning:
     def _ask_sweep(self, job: TuneJob, configs: list[dict[str, Any]]) -> None:
         """`configs` benchmarked in one evaluation (one evaluation spent); their instances made here."""
         seeds = self.host.settings.tune_seeds
-        instances = [SweepInstance(dict(p), job.template.instantiate(p)) for p in configs]
+        instances = [SweepItem(dict(p), job.template.instantiate(p)) for p in configs]
         ask = self.host.ask_sweep(job, self.host.tree[job.node_id], instances,
                                   template=job.template.source if seeds else "",
                                   device=seed_device(self.host.contexts.target) if seeds else "")
@@ -356,6 +354,7 @@ class Tuning:
         """A sweep's record: the configurations that failed are told (skipped, with the sweep's
         reason), those the sweep never reached go into the next sweep once, the two fastest wait
         for the winner's full judgement, the other timed ones are told their sweep time."""
+        from kernelwright.judge.sweep import NOT_RUN
         from kernelwright.tune.evaluate import ERROR, Measurement
         from kernelwright.tune.sweep_eval import sweep_measurement
         from kernelwright.tune.template import config_key
