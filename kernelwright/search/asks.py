@@ -33,8 +33,19 @@ class CompletionAsk:
 
 
 @dataclass
+class SeedRecord:
+    """Where a tuning instance's verdict goes in the seed cache (tune/seeds.py): its template's
+    source (family and shape), the run's device key and the instance's parameters."""
+
+    template: str
+    device: str
+    params: dict[str, Any]
+
+
+@dataclass
 class EvaluationAsk:
-    """Candidate code to judge. `kind` is "judge" (correctness + timing) for now."""
+    """Candidate code to judge. `kind` is "judge" (correctness + timing) for now. `seed`: a tuning
+    instance whose verdict the driver records in the seed cache (tune_seeds), else None."""
 
     id: str
     candidate_id: str
@@ -42,12 +53,15 @@ class EvaluationAsk:
     job_id: str = ""
     kind: str = "judge"
     profile: bool = False  # profile it too when it passes (GPU targets, within the run's profile budget)
+    seed: SeedRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {"type": "evaluation", "id": self.id, "candidate_id": self.candidate_id,
                 "code": self.code, "job_id": self.job_id, "kind": self.kind}
         if self.profile:  # absent when False, so asks stored before the field existed hash the same
             data["profile"] = True
+        if self.seed is not None:  # likewise
+            data["seed"] = dataclasses.asdict(self.seed)
         return data
 
 
@@ -111,9 +125,11 @@ def ask_from_dict(data: dict[str, Any]) -> Ask:
         return CompletionAsk(id=data["id"], agent=data["agent"], job_id=data.get("job_id", ""),
                              request=CompletionRequest.from_dict(data["request"]))
     if kind == "evaluation":
+        seed = data.get("seed")
         return EvaluationAsk(id=data["id"], candidate_id=data["candidate_id"], code=data["code"],
                              job_id=data.get("job_id", ""), kind=data.get("kind", "judge"),
-                             profile=bool(data.get("profile", False)))
+                             profile=bool(data.get("profile", False)),
+                             seed=SeedRecord(seed["template"], seed["device"], dict(seed["params"])) if seed else None)
     if kind == "sweep":
         return SweepAsk(id=data["id"], of=data["of"], job_id=data.get("job_id", ""),
                         template=data.get("template", ""), device=data.get("device", ""),

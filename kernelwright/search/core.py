@@ -176,9 +176,9 @@ class Engine:
         self._unrendered.append((ask, job))
         return ask
 
-    def ask_evaluation(self, job: Any, node: Node, profile: bool = False) -> EvaluationAsk:
+    def ask_evaluation(self, job: Any, node: Node, profile: bool = False, seed: Any = None) -> EvaluationAsk:
         self.budget.spend.evals += 1
-        ask = EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id, profile=profile)
+        ask = EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id, profile=profile, seed=seed)
         self._issue(job, ask)
         return ask
 

@@ -108,8 +108,9 @@ class JobHost(Protocol):
         """A prompt for `agent` on `job`'s behalf (one LLM call spent); its text is written once
         everything told with it was heard (the job's `request(job, agent)`)."""
 
-    def ask_evaluation(self, job: Any, node: Node, profile: bool = False) -> EvaluationAsk:
-        """`node`'s code to judge on `job`'s behalf (one evaluation spent)."""
+    def ask_evaluation(self, job: Any, node: Node, profile: bool = False, seed: Any = None) -> EvaluationAsk:
+        """`node`'s code to judge on `job`'s behalf (one evaluation spent); `seed` (asks.SeedRecord):
+        the driver records the verdict in the seed cache."""
 
     def ask_sweep(self, job: Any, of: Node, instances: list, template: str = "", device: str = "") -> SweepAsk:
         """Instances (asks.SweepItem) of `of`'s template benchmarked in one evaluation on

@@ -24,7 +24,8 @@ decision a function of what was told, so a resumed run replays it and judges not
 With tune_seeds the job first asks the driver for the configurations measured fastest earlier for
 this template family, device and shape (SeedsAsk, tune.seeds.SeedCache, read and written by the
 drivers): they are measured right after the defaults. Their answer is in the replay log, so a
-resumed run asks the same configurations.
+resumed run asks the same configurations. Each instance's evaluation ask and each sweep name the
+template (EvaluationAsk.seed, SweepAsk.template), so the driver records what was measured.
 
 Instances hang under c3 in the code lineage (`parent_id`) but only the adopted one joins the search
 tree (`search_parent`), so strategies never expand a configuration the tuner passed over. What each
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from kernelwright.agents.types import ParseFailure
 from kernelwright.llm.types import Completion, CompletionRequest, Message
 
-from .asks import Ask, CompletionAsk, Result, SeedsAsk, SweepAsk, SweepItem
+from .asks import Ask, CompletionAsk, Result, SeedRecord, SeedsAsk, SweepAsk, SweepItem
 from .jobs import MEASURE, TEMPLATIZE, JobHost, TuneJob
 from .results import EvalResult, SeedsResult, SweepOutcome
 from .tree import FAILED, PASSED, SKIPPED, Node
@@ -239,7 +240,9 @@ class Tuning:
         if default:
             job.default_id = node.id
         job.stage, job.evals, self.evals = MEASURE, job.evals + 1, self.evals + 1
-        ask = host.ask_evaluation(job, node)
+        seed = (SeedRecord(job.template.source, seed_device(host.contexts.target), dict(params))
+                if host.settings.tune_seeds else None)
+        ask = host.ask_evaluation(job, node, seed=seed)
         job.asked[ask.id] = (dict(params), node.id)
         if swept is not None:
             job.winners[ask.id] = swept[0]

@@ -12,10 +12,12 @@ import pytest
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.scheduling import batch
 from kernelwright.judge.scheduling.node import NodeJob
-from kernelwright.search.asks import SeedsAsk, SweepAsk, SweepItem
+from kernelwright.search.asks import EvaluationAsk, SeedRecord, SeedsAsk, SweepAsk, SweepItem
 from kernelwright.search.drivers.evaluators import BatchEvaluator, LocalEvaluator
 from kernelwright.search.drivers.loop import Pending
 from kernelwright.search.results import SeedsResult, SweepOutcome
+from kernelwright.tune.evaluate import SWEPT, Measurement
+from kernelwright.tune.seeds import SeedCache
 from kernelwright.tune.template import parse_template
 
 # hand-written test problem in KernelBench format: tiny, so the Triton interpreter is quick
@@ -105,6 +107,28 @@ def test_the_local_evaluator_sweeps_in_one_evaluation_and_records_seeds(tmp_path
     assert seeds.configs == [c.params for c in ranked]
     other = asyncio.run(evaluator.answer(SeedsAsk("a11", TEMPLATE, "NVIDIA H100 80GB HBM3"))).result
     assert other.configs == []  # another device's times say nothing here
+
+
+def test_a_tuning_instances_full_verdict_outranks_sweep_times_in_the_seed_cache(tmp_path, seed_folder):
+    template = parse_template(TEMPLATE)
+    evaluator = LocalEvaluator(PROBLEM, "relu_small", FAST, tmp_path / "run")
+    slowest = max(sweep_of_times(), key=lambda c: c["time_ms"])  # made-up sweep times, written below
+    SeedCache().record(template, "cpu", [Measurement(c["params"], SWEPT, time_ms=c["time_ms"]) for c in sweep_of_times()])
+    ask = EvaluationAsk("a12", "c5", template.instantiate(slowest["params"]), "tune1",
+                        seed=SeedRecord(TEMPLATE, "cpu", slowest["params"]))
+    try:
+        answer = asyncio.run(evaluator.answer(ask))
+    finally:
+        evaluator.pool().close()
+    assert answer.result.passed
+    seeds = asyncio.run(evaluator.answer(SeedsAsk("a13", TEMPLATE, "cpu", limit=4))).result
+    assert seeds.configs[0] == slowest["params"]  # judged in full: first, whatever the sweep times said
+
+
+def sweep_of_times() -> list[dict]:
+    """Hand-written sweep times (not measured): BLOCK 64 the slowest."""
+    return [{"params": {"BLOCK": 64}, "time_ms": 9.0}, {"params": {"BLOCK": 128}, "time_ms": 0.1},
+            {"params": {"BLOCK": 256}, "time_ms": 0.2}]
 
 
 def test_the_batch_evaluator_writes_a_sweep_request_that_the_batch_runner_judges(tmp_path, seed_folder):

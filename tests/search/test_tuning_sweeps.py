@@ -171,6 +171,9 @@ def test_seeds_are_asked_when_the_template_arrives_and_measured_right_after_the_
     assert first.instances[0].params == {"BLOCK": 512, "num_warps": 2}
     assert first.instances[1].params == {"BLOCK": 128, "num_warps": 1}  # moved into the space: BLOCK's default
     assert first.template == ask.template and first.device == "cpu"  # the driver records the sweep as seeds
+    judged = [a for a in asked if isinstance(a, EvaluationAsk) and a.job_id == "tune1"]
+    assert judged and all(a.seed is not None and a.seed.template == ask.template and a.seed.device == "cpu"
+                          and "KW_PARAMS = " + repr(a.seed.params) in a.code for a in judged)  # full verdicts too
     assert engine.tree["c1"].tuning["seeds"] == [{"BLOCK": 512, "num_warps": 2}, {"BLOCK": 128, "num_warps": 1}]
 
 

@@ -33,7 +33,7 @@ from kernelwright.judge.verdict import Verdict
 from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure, EvalResult
 from .loop import Fatal, Pending
-from .tune_asks import seeds_answer, sweep_answer, sweep_instances
+from .tune_asks import record_verdict_seed, seeds_answer, sweep_answer, sweep_instances
 
 
 def candidate_file(run_dir: Path, candidate_id: str, code: str) -> Path:
@@ -98,7 +98,10 @@ class LocalEvaluator:
         machine = environment_error(verdict)
         if machine:  # not the candidate's fault, and every later candidate would hit it too
             raise Fatal(f"environment error while judging {what} (not the candidate's fault): {machine}")
-        return sweep_answer(ask, verdict) if isinstance(ask, SweepAsk) else verdict_answer(verdict)
+        if isinstance(ask, SweepAsk):
+            return sweep_answer(ask, verdict)
+        record_verdict_seed(ask, verdict)
+        return verdict_answer(verdict)
 
 
 class BatchEvaluator:
@@ -128,7 +131,10 @@ class BatchEvaluator:
             name, code, priority = f"{self.prefix}{ask.candidate_id}", ask.code, ask.candidate_id
         verdict = _find_verdict(self.folder, name)
         if verdict is not None:
-            return sweep_answer(ask, verdict) if sweep else verdict_answer(verdict)
+            if sweep:
+                return sweep_answer(ask, verdict)
+            record_verdict_seed(ask, verdict)
+            return verdict_answer(verdict)
         request = self.folder / f"{name}{batch.REQUEST_SUFFIX}"
         if not request.is_file():  # asked again after a resume: the request is already there
             problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")

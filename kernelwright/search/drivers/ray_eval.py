@@ -21,7 +21,7 @@ from kernelwright.judge.scheduling.node import NodeJob
 from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure
 from .evaluators import candidate_file, verdict_answer
-from .tune_asks import seeds_answer, sweep_answer, sweep_instances
+from .tune_asks import record_verdict_seed, seeds_answer, sweep_answer, sweep_instances
 from .loop import Fatal
 from .ray_pool import INSTALL_HINT, JudgeLost, RayJudgePool, RayOptions, RayUnavailable, ray_installed
 
@@ -88,4 +88,7 @@ class RayEvaluator:
             raise Fatal(f"{exc}. Nothing is lost: fix the cluster, then resume with --resume") from None
         except Exception as exc:  # noqa: BLE001 - the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
-        return sweep_answer(ask, verdict) if isinstance(ask, SweepAsk) else verdict_answer(verdict)
+        if isinstance(ask, SweepAsk):
+            return sweep_answer(ask, verdict)
+        record_verdict_seed(ask, verdict)
+        return verdict_answer(verdict)

@@ -1,11 +1,12 @@
 """The tuning step's asks at the edge (search/tuning.py makes them, every evaluator answers them):
 a sweep's verdict turned into the engine's `SweepOutcome`, and the seed cache (tune/seeds.py) read
-for a `SeedsAsk` and written with what a sweep measured.
+for a `SeedsAsk` and written with what a sweep, or a tuning instance's full verdict, measured.
 
 The seed cache is the user's (`tune.cache.default_cache_dir()/seeds`, `KW_TUNE_CACHE`), shared
 with the autopilot and `kernelwright tune`: a tuning in one run starts where earlier ones of the
 same template family, device and shape ended. Reading it is an ask, so its answer is in the run's
-replay log; writing it is a side effect of answering a sweep, here at the edge. A file that cannot
+replay log; writing it is a side effect of answering a sweep or a tuning instance's evaluation
+(asks carrying `EvaluationAsk.seed`), here at the edge. A file that cannot
 be read or written costs the seeds, never the run (SeedCache warns).
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from kernelwright.judge.sweep import SweepResult, settle
 
-from ..asks import Answer, SeedsAsk, SweepAsk
+from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure, SeedsResult, SweepOutcome
 
 log = logging.getLogger("kernelwright.search")
@@ -50,6 +51,24 @@ def record_seeds(ask: SweepAsk, record: SweepResult) -> None:
         return
     reached = [sweep_measurement(c, record) for c in record.configs if c.status != "not_run"]
     SeedCache().record(template, ask.device, reached)
+
+
+def record_verdict_seed(ask: EvaluationAsk, verdict) -> None:
+    """A tuning instance's full verdict into the seed cache (it outranks sweep times there)."""
+    if ask.seed is None:
+        return
+    from kernelwright.tune.evaluate import FAIL, PASS, Measurement
+    from kernelwright.tune.seeds import SeedCache
+    from kernelwright.tune.template import TemplateError, parse_template
+
+    try:
+        template = parse_template(ask.seed.template, name="templatized")
+    except TemplateError as exc:  # the engine parsed it: not expected
+        log.warning("evaluation %s: its template cannot be read for the seed cache: %s", ask.id, exc)
+        return
+    timed = verdict.passed and verdict.timing is not None
+    SeedCache().record(template, ask.seed.device, [Measurement(
+        dict(ask.seed.params), PASS if timed else FAIL, time_ms=verdict.timing.median_ms if timed else None)])
 
 
 def seeds_answer(ask: SeedsAsk) -> Answer:
