@@ -59,7 +59,7 @@ class Settings:
     tune: bool = True  # on for LLM runs; false: never ask the Templatizer
     tune_top: int = 1  # a candidate is tuned when it ranks among the tune_top fastest as its expansion ends (1: a new best)
     tune_share: float = 0.25  # most of max_evals that tuning may use in all (no share without max_evals)
-    tune_evals: int = 8  # most instances one tuning job judges, its default instance included
+    tune_evals: int = 8  # most evaluations one tuning job spends, its default instance included (a sweep is one)
     tune_batch: int = 4  # instances of a job judged at once once its default instance reproduced the candidate
     tune_strategy: str = "auto"  # the tuner's strategy (tune.search.CHOICES)
     tune_match: float = 1.25  # the default instance reproduces the candidate when it passes within this time ratio
