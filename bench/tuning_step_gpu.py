@@ -17,6 +17,11 @@ step", for the settings of such a pair of exchange-driven runs).
 
     PYTHONPATH=. KW_KERNELBENCH=/path/to/kernelbench python bench/tuning_step_gpu.py [--evals 6] [--batch 5]
 
+Since issue 33 the step measures its configurations in sweeps (`tune_sweep`, 32 by default: each
+sweep one evaluation, its fastest then judged in full; only those are candidates here, the sweep's
+record is `runs show RUN --ask ID`); `--set tune_sweep=1` measures one configuration per
+evaluation as before, and `--set tune_seeds=false` starts without the seed cache.
+
 Every `kernelwright optimize` call has its own limit and all of them together `--deadline-s`; on a
 timeout what the run stored so far is still written. `--set NAME=VALUE` passes settings on (a CPU
 smoke run: `TRITON_INTERPRET=1 ... --set judge.device=cpu --set batch_size=16 --set dim=1024`).

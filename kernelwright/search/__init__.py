@@ -7,14 +7,16 @@
 A whole run (store, resume, exchange, batch): kernelwright.search.drivers.modes.run_optimization.
 See docs/optimize.md.
 """
-from .asks import Answer, Ask, CompletionAsk, EvaluationAsk, ask_from_dict, result_from_dict, result_to_dict
+from .asks import (Answer, Ask, CompletionAsk, EvaluationAsk, SeedsAsk, SweepAsk, ask_from_dict, result_from_dict,
+                   result_to_dict)
 from .budget import Limits
 from .core import Engine, EngineError
 from .problem_info import ProblemInfo
-from .results import AskFailure, EvalResult
+from .results import AskFailure, EvalResult, SeedsResult, SweepOutcome
 from .settings import Settings, SettingsError
 
 __all__ = [
     "Answer", "Ask", "AskFailure", "CompletionAsk", "Engine", "EngineError", "EvalResult", "EvaluationAsk",
-    "Limits", "ProblemInfo", "Settings", "SettingsError", "ask_from_dict", "result_from_dict", "result_to_dict",
+    "Limits", "ProblemInfo", "SeedsAsk", "SeedsResult", "Settings", "SettingsError", "SweepAsk", "SweepOutcome",
+    "ask_from_dict", "result_from_dict", "result_to_dict",
 ]

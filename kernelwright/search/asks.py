@@ -14,7 +14,7 @@ from typing import Any, Union
 
 from kernelwright.llm.types import Completion, CompletionRequest
 
-from .results import AskFailure, EvalResult
+from .results import AskFailure, EvalResult, SeedsResult, SweepOutcome
 
 
 @dataclass
@@ -33,8 +33,19 @@ class CompletionAsk:
 
 
 @dataclass
+class SeedRecord:
+    """Where a tuning instance's verdict goes in the seed cache (tune/seeds.py): its template's
+    source (family and shape), the run's device key and the instance's parameters."""
+
+    template: str
+    device: str
+    params: dict[str, Any]
+
+
+@dataclass
 class EvaluationAsk:
-    """Candidate code to judge. `kind` is "judge" (correctness + timing) for now."""
+    """Candidate code to judge. `kind` is "judge" (correctness + timing) for now. `seed`: a tuning
+    instance whose verdict the driver records in the seed cache (tune_seeds), else None."""
 
     id: str
     candidate_id: str
@@ -42,17 +53,70 @@ class EvaluationAsk:
     job_id: str = ""
     kind: str = "judge"
     profile: bool = False  # profile it too when it passes (GPU targets, within the run's profile budget)
+    seed: SeedRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {"type": "evaluation", "id": self.id, "candidate_id": self.candidate_id,
                 "code": self.code, "job_id": self.job_id, "kind": self.kind}
         if self.profile:  # absent when False, so asks stored before the field existed hash the same
             data["profile"] = True
+        if self.seed is not None:  # likewise
+            data["seed"] = dataclasses.asdict(self.seed)
         return data
 
 
-Ask = Union[CompletionAsk, EvaluationAsk]
-Result = Union[Completion, EvalResult, AskFailure]
+@dataclass
+class SweepItem:
+    """One configuration of a sweep: its parameters and its instance's source (the judge's
+    `judge.sweep.SweepInstance`, as plain data here: the engine imports nothing of the judge)."""
+
+    params: dict[str, Any]
+    source: str
+
+
+@dataclass
+class SweepAsk:
+    """Instances of one template to benchmark in ONE evaluation (`judge.api.judge_sweep`: each built,
+    checked on one trial and timed; tuning.py, issue 33). Its times rank configurations; the
+    fastest is then judged in full by an EvaluationAsk of its own. Answered with a `SweepOutcome`.
+    `template` (the template's source) and `device` (the run's seed key) let the driver record the
+    times in the seed cache (tune/seeds.py); "" when seeds are off."""
+
+    id: str
+    of: str  # the candidate whose template this is
+    instances: list[SweepItem]
+    job_id: str = ""
+    template: str = ""
+    device: str = ""
+    kind: str = "sweep"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "sweep", "id": self.id, "of": self.of, "job_id": self.job_id, "template": self.template,
+                "device": self.device, "instances": [{"params": dict(i.params), "source": i.source}
+                                                     for i in self.instances]}
+
+
+@dataclass
+class SeedsAsk:
+    """The configurations measured fastest earlier for this template family, device and shape (the
+    driver reads tune.seeds.SeedCache): where a tuning job starts. An ask, not a read in the
+    engine, so the answer is in the replay log and a resumed run asks the same configurations.
+    Answered with `SeedsResult`."""
+
+    id: str
+    template: str  # the template's source
+    device: str  # the seed cache's device key
+    limit: int = 4
+    job_id: str = ""
+    kind: str = "seeds"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "seeds", "id": self.id, "job_id": self.job_id, "template": self.template,
+                "device": self.device, "limit": self.limit}
+
+
+Ask = Union[CompletionAsk, EvaluationAsk, SweepAsk, SeedsAsk]
+Result = Union[Completion, EvalResult, SweepOutcome, SeedsResult, AskFailure]
 
 
 def ask_from_dict(data: dict[str, Any]) -> Ask:
@@ -61,9 +125,18 @@ def ask_from_dict(data: dict[str, Any]) -> Ask:
         return CompletionAsk(id=data["id"], agent=data["agent"], job_id=data.get("job_id", ""),
                              request=CompletionRequest.from_dict(data["request"]))
     if kind == "evaluation":
+        seed = data.get("seed")
         return EvaluationAsk(id=data["id"], candidate_id=data["candidate_id"], code=data["code"],
                              job_id=data.get("job_id", ""), kind=data.get("kind", "judge"),
-                             profile=bool(data.get("profile", False)))
+                             profile=bool(data.get("profile", False)),
+                             seed=SeedRecord(seed["template"], seed["device"], dict(seed["params"])) if seed else None)
+    if kind == "sweep":
+        return SweepAsk(id=data["id"], of=data["of"], job_id=data.get("job_id", ""),
+                        template=data.get("template", ""), device=data.get("device", ""),
+                        instances=[SweepItem(dict(i["params"]), i["source"]) for i in data["instances"]])
+    if kind == "seeds":
+        return SeedsAsk(id=data["id"], template=data["template"], device=data["device"],
+                        limit=int(data.get("limit", 4)), job_id=data.get("job_id", ""))
     raise ValueError(f"unknown ask type {kind!r}")
 
 
@@ -79,6 +152,10 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         return {"type": "completion", **result.to_dict()}
     if isinstance(result, EvalResult):
         return {"type": "evaluation", **result.to_dict()}
+    if isinstance(result, SweepOutcome):
+        return {"type": "sweep", **result.to_dict()}
+    if isinstance(result, SeedsResult):
+        return {"type": "seeds", **dataclasses.asdict(result)}
     if isinstance(result, AskFailure):
         return {"type": "failure", **dataclasses.asdict(result)}
     raise TypeError(f"cannot store a result of type {type(result).__name__}")
@@ -91,6 +168,10 @@ def result_from_dict(data: dict[str, Any]) -> Result:
         return Completion.from_dict(data)
     if kind == "evaluation":
         return EvalResult.from_dict(data)
+    if kind == "sweep":
+        return SweepOutcome.from_dict(data)
+    if kind == "seeds":
+        return SeedsResult(configs=[dict(c) for c in data.get("configs") or []])
     if kind == "failure":
         return AskFailure(**data)
     raise ValueError(f"unknown result type {kind!r}")

@@ -27,13 +27,13 @@ from typing import Any, Mapping
 from kernelwright.llm.types import Completion
 from kernelwright.memory.trajectory import Trajectory
 
-from .asks import Ask, CompletionAsk, EvaluationAsk, Result
+from .asks import Ask, CompletionAsk, EvaluationAsk, Result, SeedsAsk, SweepAsk
 from .budget import SearchBudget, Limits
 from .context import ContextBuilder, SkillRanker
 from .expansion import Expansions
 from .jobs import EngineError, Job
 from .problem_info import ProblemInfo
-from .results import AskFailure, EvalResult
+from .results import AskFailure, EvalResult, SeedsResult, SweepOutcome
 from .settings import Settings
 from .strategies import Strategy, make_strategy
 from .tree import FAILED, PASSED, ROOT_ID, Node, Tree
@@ -53,6 +53,11 @@ def default_agents(backend: str | None = None, prompt_dirs=None, known_skills=No
     return {"planner": Planner(prompt_dirs, known_skills=known_skills), "coder": Coder(prompt_dirs, backend=backend),
             "repairer": Repairer(prompt_dirs, backend=backend),
             "analyst": Analyst(prompt_dirs, known_skills=known_skills), "templatizer": Templatizer(prompt_dirs)}
+
+
+# what each kind of ask is answered with (an AskFailure answers any), and its name in errors
+_ANSWERS = {CompletionAsk: (Completion, "a completion"), EvaluationAsk: (EvalResult, "an evaluation"),
+            SweepAsk: (SweepOutcome, "a sweep"), SeedsAsk: (SeedsResult, "the tuning seeds")}
 
 
 class Engine:
@@ -171,9 +176,20 @@ class Engine:
         self._unrendered.append((ask, job))
         return ask
 
-    def ask_evaluation(self, job: Any, node: Node, profile: bool = False) -> EvaluationAsk:
+    def ask_evaluation(self, job: Any, node: Node, profile: bool = False, seed: Any = None) -> EvaluationAsk:
         self.budget.spend.evals += 1
-        ask = EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id, profile=profile)
+        ask = EvaluationAsk(self._new_ask_id(), node.id, node.code or "", job.id, profile=profile, seed=seed)
+        self._issue(job, ask)
+        return ask
+
+    def ask_sweep(self, job: Any, of: Node, instances: list, template: str = "", device: str = "") -> SweepAsk:
+        self.budget.spend.evals += 1
+        ask = SweepAsk(self._new_ask_id(), of.id, list(instances), job.id, template=template, device=device)
+        self._issue(job, ask)
+        return ask
+
+    def ask_seeds(self, job: Any, template: str, device: str, limit: int) -> SeedsAsk:
+        ask = SeedsAsk(self._new_ask_id(), template, device, limit, job.id)
         self._issue(job, ask)
         return ask
 
@@ -207,10 +223,9 @@ class Engine:
     def _hear(self, ask_id: str, result: Result, elapsed_s: float | None) -> None:
         if ask_id not in self._outstanding:
             raise EngineError(f"ask {ask_id!r} is not outstanding (known: {', '.join(self._outstanding) or 'none'})")
-        evaluation = isinstance(self._outstanding[ask_id], EvaluationAsk)
-        if not isinstance(result, (EvalResult if evaluation else Completion, AskFailure)):
-            raise EngineError(f"ask {ask_id!r} asked for {'an evaluation' if evaluation else 'a completion'}; "
-                              f"it cannot take a {type(result).__name__}")
+        wanted, what = _ANSWERS[type(self._outstanding[ask_id])]
+        if not isinstance(result, (wanted, AskFailure)):
+            raise EngineError(f"ask {ask_id!r} asked for {what}; it cannot take a {type(result).__name__}")
         ask = self._outstanding.pop(ask_id)
         self.budget.advance(elapsed_s)
         job_id = self._ask_jobs.pop(ask_id)

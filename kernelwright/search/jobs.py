@@ -19,7 +19,7 @@ from kernelwright.agents.types import Plan
 from kernelwright.llm.types import Message
 from kernelwright.memory.trajectory import Trajectory
 
-from .asks import CompletionAsk, EvaluationAsk
+from .asks import CompletionAsk, EvaluationAsk, SeedsAsk, SweepAsk
 from .budget import SearchBudget
 from .context import ContextBuilder
 from .settings import Settings
@@ -82,6 +82,14 @@ class TuneJob:
     evals: int = 0
     reserve: int = 0  # evaluations held back for this job when it started (expansions leave them alone)
     notes: list[str] = field(default_factory=list)  # what went wrong, in order
+    seeds: list[dict[str, Any]] | None = None  # the seed cache's configurations, as told (None: not asked)
+    sweeps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sweep ask id -> its configurations
+    winners: dict[str, str] = field(default_factory=dict)  # evaluation ask id of a sweep's finalist -> sweep ask id
+    finalists: dict[str, list[Any]] = field(default_factory=dict)  # sweep ask id -> runners-up (tune Measurements) untold
+    unrun: list[dict[str, Any]] = field(default_factory=list)  # configurations a sweep never reached, to send again
+    resent: set[str] = field(default_factory=set)  # config keys sent again once already
+    sweep_log: list[dict[str, Any]] = field(default_factory=list)  # per sweep: configurations, timed, skipped
+    sweep_cost: list[float] = field(default_factory=lambda: [0.0, 0.0])  # the sweeps' device and judge seconds
 
 
 class JobHost(Protocol):
@@ -100,8 +108,17 @@ class JobHost(Protocol):
         """A prompt for `agent` on `job`'s behalf (one LLM call spent); its text is written once
         everything told with it was heard (the job's `request(job, agent)`)."""
 
-    def ask_evaluation(self, job: Any, node: Node, profile: bool = False) -> EvaluationAsk:
-        """`node`'s code to judge on `job`'s behalf (one evaluation spent)."""
+    def ask_evaluation(self, job: Any, node: Node, profile: bool = False, seed: Any = None) -> EvaluationAsk:
+        """`node`'s code to judge on `job`'s behalf (one evaluation spent); `seed` (asks.SeedRecord):
+        the driver records the verdict in the seed cache."""
+
+    def ask_sweep(self, job: Any, of: Node, instances: list, template: str = "", device: str = "") -> SweepAsk:
+        """Instances (asks.SweepItem) of `of`'s template benchmarked in one evaluation on
+        `job`'s behalf (one evaluation spent); `template` and `device` let the driver record the
+        times as seeds."""
+
+    def ask_seeds(self, job: Any, template: str, device: str, limit: int) -> SeedsAsk:
+        """The seed cache's best configurations for `template` on `device` (no budget spent)."""
 
     def changed(self, *node_ids: str) -> None:
         """These nodes were created or updated (the driver mirrors them to the store)."""

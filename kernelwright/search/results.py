@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .verdict_facts import verdict_facts
+
+if TYPE_CHECKING:  # the judge's sweep record, imported when one is read: the engine's import stays free of the judge
+    from kernelwright.judge.sweep import SweepResult
 
 FAILURE_CHARS = 3000  # a failure text longer than this is cut (head and tail kept)
 
@@ -119,6 +122,46 @@ class EvalResult:
             fault={k: str(v) for k, v in (getattr(verdict, "fault", None) or {}).items() if v},
             reference_kernels=list(((getattr(verdict.baselines, "kernels", None) or {}).get("kernels") or [])),
         )
+
+
+@dataclass
+class SweepOutcome:
+    """What a sweep ask found: the judge's record (`judge.sweep.SweepResult`: per configuration its
+    params, status, time and reason, in the order asked) and what the evaluation cost. The record
+    ranks configurations; it is no verdict (the winner is judged in full by an ask of its own)."""
+
+    record: "SweepResult"
+    device: str = "cpu"
+    device_s: float = 0.0
+    judge_s: float = 0.0
+    error: str = ""  # the evaluation's own error, when the sweep did not run to its end
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "device": self.device, "device_s": self.device_s,
+                "judge_s": self.judge_s, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SweepOutcome":
+        from kernelwright.judge.sweep import SweepResult
+
+        return cls(SweepResult.from_dict(data.get("record") or {}), device=data.get("device", "cpu"),
+                   device_s=float(data.get("device_s") or 0.0), judge_s=float(data.get("judge_s") or 0.0),
+                   error=data.get("error", ""))
+
+    @classmethod
+    def from_verdict(cls, record: "SweepResult", verdict) -> "SweepOutcome":
+        from kernelwright.tune.cost import verdict_seconds
+
+        device_s, judge_s = verdict_seconds(verdict)
+        return cls(record, device=verdict.device, device_s=round(device_s, 3), judge_s=round(judge_s, 3),
+                   error=record.ended_early and (verdict.error or "") or "")
+
+
+@dataclass
+class SeedsResult:
+    """The seed cache's configurations for a template, best first ([] when it holds none)."""
+
+    configs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _outcome(verdict) -> str:

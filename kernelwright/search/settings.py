@@ -15,7 +15,8 @@ from typing import Any
 STRATEGIES: dict[str, type] = {}
 OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
 #: settings added after runs were stored, with the value that means "as before they existed"
-ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedupe": False}
+ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedupe": False, "tune_sweep": 0,
+                               "tune_seeds": False}
 
 
 class SettingsError(ValueError):
@@ -58,10 +59,12 @@ class Settings:
     tune: bool = True  # on for LLM runs; false: never ask the Templatizer
     tune_top: int = 1  # a candidate is tuned when it ranks among the tune_top fastest as its expansion ends (1: a new best)
     tune_share: float = 0.25  # most of max_evals that tuning may use in all (no share without max_evals)
-    tune_evals: int = 8  # most instances one tuning job judges, its default instance included
+    tune_evals: int = 8  # most evaluations one tuning job spends, its default instance included (a sweep is one)
     tune_batch: int = 4  # instances of a job judged at once once its default instance reproduced the candidate
     tune_strategy: str = "auto"  # the tuner's strategy (tune.search.CHOICES)
     tune_match: float = 1.25  # the default instance reproduces the candidate when it passes within this time ratio
+    tune_sweep: int = 32  # configurations benchmarked in one evaluation (a sweep), its fastest then judged in full; 0 or 1: one per evaluation
+    tune_seeds: bool = True  # start each tuning with the best configurations measured earlier (tune.seeds.SeedCache)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -91,6 +94,8 @@ class Settings:
         if self.tune_top < 1 or self.tune_batch < 1 or self.tune_evals < 2:
             raise SettingsError("need tune_top >= 1, tune_batch >= 1 and tune_evals >= 2 (the default instance "
                                 "and one more)")
+        if self.tune_sweep < 0:
+            raise SettingsError(f"setting tune_sweep must not be negative, got {self.tune_sweep}")
         if not 0 < self.tune_share <= 1 or self.tune_match < 1:
             raise SettingsError("need 0 < tune_share <= 1 and tune_match >= 1")
 

@@ -13,8 +13,19 @@ decision a function of what was told, so a resumed run replays it and judges not
     -> the tuner's next configurations, judged                                (EvaluationAsks, c5 ...)
        tune_batch at a time, within tune_evals, the run's tune_share of max_evals, and what running
        expansions reserved
+       with tune_sweep > 1 (issue 33): up to tune_sweep configurations benchmarked in ONE evaluation
+       (SweepAsk: each built, checked on one trial, timed; one that fails is skipped), then its
+       fastest judged in full from scratch (EvaluationAsk, c5; the runner-up when it fails): two
+       evaluations buy a sweep's configurations; one sweep in flight at a time, beside the
+       previous winner's judgement
     -> the fastest instance, when faster than c3 and than the default instance, becomes c3's child
        in the search tree (action "tune"); both say "parameters tuned: ..." in later prompts
+
+With tune_seeds the job first asks the driver for the configurations measured fastest earlier for
+this template family, device and shape (SeedsAsk, tune.seeds.SeedCache, read and written by the
+drivers): they are measured right after the defaults. Their answer is in the replay log, so a
+resumed run asks the same configurations. Each instance's evaluation ask and each sweep name the
+template (EvaluationAsk.seed, SweepAsk.template), so the driver records what was measured.
 
 Instances hang under c3 in the code lineage (`parent_id`) but only the adopted one joins the search
 tree (`search_parent`), so strategies never expand a configuration the tuner passed over. What each
@@ -29,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 from kernelwright.agents.types import ParseFailure
 from kernelwright.llm.types import Completion, CompletionRequest, Message
 
-from .asks import Ask, CompletionAsk, Result
+from .asks import Ask, CompletionAsk, Result, SeedRecord, SeedsAsk, SweepAsk, SweepItem
 from .jobs import MEASURE, TEMPLATIZE, JobHost, TuneJob
-from .results import EvalResult
+from .results import EvalResult, SeedsResult, SweepOutcome
 from .tree import FAILED, PASSED, SKIPPED, Node
 from .tuning_report import conclude, params_text
 from .values import node_value
@@ -76,6 +87,12 @@ def measurement(params: dict[str, Any], result: Result, limits: "DeviceLimits") 
     if why:
         m.status, m.stage, m.error, m.time_ms = PRUNED, "compiled", why, None
     return m
+
+
+def seed_device(target: Any) -> str:
+    """The seed cache's device key for the run's target: the GPU's name (as the autopilot's
+    `judge_device` names it), "cpu" for anything else."""
+    return str(target.name) if getattr(target, "kind", "") == "cuda" and getattr(target, "name", "") else "cpu"
 
 
 class Tuning:
@@ -188,6 +205,7 @@ class Tuning:
         node = host.tree[job.node_id]
         ctx = host.contexts.build(AGENT, host.tree, host.trajectory, parent=node, failure=job.failure)
         ctx.extra["tune_budget"] = self._job_budget(job)
+        ctx.extra["tune_sweep"] = self._sweep_width()
         ctx.extra["tune_match"] = host.settings.tune_match
         request = self._agent().request(ctx)
         if job.feedback:
@@ -204,21 +222,40 @@ class Tuning:
             agent = self.agents[AGENT] = Templatizer()
         return agent
 
-    def _ask_instance(self, job: TuneJob, params: dict[str, Any], default: bool = False) -> None:
+    def _ask_instance(self, job: TuneJob, params: dict[str, Any], default: bool = False,
+                      swept: tuple[str, float] | None = None) -> None:
+        """One instance judged in full; `swept`: (sweep ask id, its sweep time) of a sweep's finalist."""
         host, parent = self.host, self.host.tree[job.node_id]
+        record = {"job": job.id, "of": parent.id, "template": job.template.hash, "params": dict(params),
+                  "default": default}
+        if swept is not None:
+            record["sweep"] = {"ask": swept[0], "time_ms": swept[1]}
         node = Node(id=host.tree.new_id(), parent_id=parent.id, search_parent=None, action="tune",
                     code=job.template.instantiate(params), plan=f"tuning of {parent.id}: {params_text(params)}",
                     approach_key=f"parameter tuning of {parent.id}", job_id=job.id, depth=parent.depth + 1,
-                    tuning={"job": job.id, "of": parent.id, "template": job.template.hash, "params": dict(params),
-                            "default": default})
+                    tuning=record)
         host.tree.add(node)
         host.changed(node.id)
         job.instances.append(node.id)
         if default:
             job.default_id = node.id
         job.stage, job.evals, self.evals = MEASURE, job.evals + 1, self.evals + 1
-        ask = host.ask_evaluation(job, node)
+        seed = (SeedRecord(job.template.source, seed_device(host.contexts.target), dict(params))
+                if host.settings.tune_seeds else None)
+        ask = host.ask_evaluation(job, node, seed=seed)
         job.asked[ask.id] = (dict(params), node.id)
+        if swept is not None:
+            job.winners[ask.id] = swept[0]
+
+    def _ask_sweep(self, job: TuneJob, configs: list[dict[str, Any]]) -> None:
+        """`configs` benchmarked in one evaluation (one evaluation spent); their instances made here."""
+        seeds = self.host.settings.tune_seeds
+        instances = [SweepItem(dict(p), job.template.instantiate(p)) for p in configs]
+        ask = self.host.ask_sweep(job, self.host.tree[job.node_id], instances,
+                                  template=job.template.source if seeds else "",
+                                  device=seed_device(self.host.contexts.target) if seeds else "")
+        job.sweeps[ask.id] = [dict(p) for p in configs]
+        job.stage, job.evals, self.evals = MEASURE, job.evals + 1, self.evals + 1
 
     # ---- results ------------------------------------------------------------------------------
 
@@ -227,10 +264,13 @@ class Tuning:
         job.ask_id = None
         if isinstance(ask, CompletionAsk):
             return self._on_template(job, result)
+        if isinstance(ask, SeedsAsk):
+            return self._on_seeds(job, result)
+        if isinstance(ask, SweepAsk):
+            return self._on_sweep(job, ask, result)
         return self._on_instance(job, ask, result)
 
     def _on_template(self, job: TuneJob, result: Result) -> None:
-        from kernelwright.tune.state import TunerState
         from kernelwright.tune.template import TemplateError
 
         if not isinstance(result, Completion):
@@ -240,11 +280,8 @@ class Tuning:
             return self._refuse(job, f"the Templatizer's answer was unusable: {parsed.reason}", "rejected",
                                 feedback=[Message("assistant", result.text or "(empty answer)"),
                                           Message("user", parsed.feedback)])
-        budget = self._job_budget(job)
         try:
-            state = TunerState(parsed, limits=device_limits(self.host.contexts.target),
-                               strategy=self.host.settings.tune_strategy, budget=budget,
-                               seed=self.seed + job.number, first=[parsed.defaults])
+            state = self._tuner(job, parsed, [])
         except TemplateError as exc:
             return self._refuse(job, f"the template cannot be searched: {exc}", "rejected",
                                 feedback=[Message("assistant", result.text), Message("user", parsed_feedback(str(exc)))])
@@ -256,6 +293,45 @@ class Tuning:
         if state.budget < 2:
             return self._end(job, "no evaluation was left for tuning when the template arrived", "rejected")
         job.template, job.state, job.failure, job.feedback = parsed, state, None, []
+        if self.host.settings.tune_seeds:  # where to start: the driver reads the seed cache
+            from kernelwright.tune.tuner import seed_limit
+
+            job.state = None
+            self.host.ask_seeds(job, parsed.source, seed_device(self.host.contexts.target),
+                                seed_limit(state.budget))
+            return
+        self._next(job)
+
+    def _tuner(self, job: TuneJob, template: Any, seeds: list[dict[str, Any]]):
+        """The job's TunerState: its configurations budgeted from its evaluations (tune.budget:
+        a sweep and its winner's judgement buy tune_sweep of them), the defaults first, then the seeds."""
+        from kernelwright.tune.budget import TuneBudget
+        from kernelwright.tune.state import TunerState
+
+        budget = TuneBudget(self._job_budget(job), self._sweep_width()).configurations
+        return TunerState(template, limits=device_limits(self.host.contexts.target),
+                          strategy=self.host.settings.tune_strategy, budget=budget,
+                          seed=self.seed + job.number, first=[template.defaults, *seeds])
+
+    def _sweep_width(self) -> int:
+        """Configurations per sweep (0: one per evaluation)."""
+        width = self.host.settings.tune_sweep
+        return width if width > 1 else 0
+
+    def _on_seeds(self, job: TuneJob, result: Result) -> None:
+        from kernelwright.tune.template import TemplateError
+        from kernelwright.tune.tuner import fit_seeds
+
+        found = fit_seeds(job.template, result.configs) if isinstance(result, SeedsResult) else []
+        if not isinstance(result, SeedsResult):
+            job.notes.append(f"no seeds ({result.kind}: {result.message})")
+        job.seeds = found
+        try:
+            job.state = self._tuner(job, job.template, found)
+        except TemplateError as exc:  # it passed with no seeds: not expected
+            return self._end(job, f"the template cannot be searched: {exc}", "rejected")
+        if job.state.budget < 2:
+            return self._end(job, "no evaluation was left for tuning when the seeds arrived", "rejected")
         self._next(job)
 
     def _on_instance(self, job: TuneJob, ask: Ask, result: Result) -> None:
@@ -271,7 +347,94 @@ class Tuning:
                 job.state = None  # the template is refused; a re-asked one starts a new tuner
                 return self._refuse(job, why, "wrong", failure=why)
         job.state.tell(params, measured)
+        if ask.id in job.winners:
+            self._settle_finalists(job, job.winners.pop(ask.id), won=measured.ok)
         self._next(job)
+
+    # ---- sweeps -------------------------------------------------------------------------------
+
+    def _on_sweep(self, job: TuneJob, ask: SweepAsk, result: Result) -> None:
+        """A sweep's record: the configurations that failed are told (skipped, with the sweep's
+        reason), those the sweep never reached go into the next sweep once, the two fastest wait
+        for the winner's full judgement, the other timed ones are told their sweep time."""
+        from kernelwright.judge.sweep import NOT_RUN
+        from kernelwright.tune.evaluate import ERROR, Measurement
+        from kernelwright.tune.sweep_eval import sweep_measurement
+        from kernelwright.tune.template import config_key
+
+        configs = job.sweeps.pop(ask.id)
+        if not isinstance(result, SweepOutcome):
+            why = f"{result.kind}: {result.message}"
+            job.notes.append(f"sweep {ask.id} failed ({why})")
+            for params in configs:
+                job.state.tell(params, Measurement(params, ERROR, stage="sweep", error=why))
+            return self._next(job)
+        self.device_s, self.judge_s = self.device_s + result.device_s, self.judge_s + result.judge_s
+        job.sweep_cost = [job.sweep_cost[0] + result.device_s, job.sweep_cost[1] + result.judge_s]
+        self.on_gpu = self.on_gpu or str(result.device).startswith("cuda")
+        found = {c.index: c for c in result.record.configs}
+        timed = []
+        for index, params in enumerate(configs):
+            config = found.get(index)
+            if config is not None and config.status == NOT_RUN and config_key(params) not in job.resent:
+                job.resent.add(config_key(params))
+                job.unrun.append(params)  # a runner died before it: sent again in the next sweep, once
+                continue
+            measured = (sweep_measurement(config, result.record) if config is not None else
+                        Measurement(params, ERROR, stage="sweep", error="missing from the sweep's record"))
+            measured.params = dict(params)
+            if measured.value is not None:
+                timed.append((measured.time_ms, index, measured))
+            else:
+                job.state.tell(params, measured)
+        timed.sort(key=lambda t: (t[0], t[1]))
+        for _, _, measured in timed[2:]:
+            job.state.tell(measured.params, measured)
+        job.sweep_log.append({"ask": ask.id, "configs": len(configs), "timed": len(timed),
+                              "skipped": len(configs) - len(timed), "ended_early": result.record.ended_early})
+        finalists = [m for _, _, m in timed[:2]]
+        if finalists and self._job_budget(job) < 1:  # the budget ended meanwhile (a time limit)
+            for measured in finalists:
+                job.state.tell(measured.params, measured)
+        elif finalists:
+            job.finalists[ask.id] = finalists[1:]
+            self._ask_instance(job, finalists[0].params, swept=(ask.id, finalists[0].time_ms))
+        self._next(job)
+
+    def _settle_finalists(self, job: TuneJob, sweep_id: str, won: bool) -> None:
+        """After a sweep winner's full judgement: when it failed, judge the runner-up in full
+        (budget permitting); the finalists left are told their sweep times."""
+        left = job.finalists.pop(sweep_id, [])
+        if left and not won and self._job_budget(job) >= 1 and self._room(0, 1, job):
+            runner_up = left.pop(0)
+            job.finalists[sweep_id] = left
+            self._ask_instance(job, runner_up.params, swept=(sweep_id, runner_up.time_ms))
+            return
+        for measured in left:
+            job.state.tell(measured.params, measured)
+
+    def _next_sweep(self, job: TuneJob) -> None:
+        """One sweep in flight at a time (two evaluations left: the sweep and its winner's
+        judgement); one evaluation left, or one configuration, is judged alone."""
+        width = self._sweep_width()
+        while not job.sweeps and self._job_budget(job) >= 1 and self._room(0, 1, job):
+            pair = self._job_budget(job) >= 2 and self._room(0, 2, job)
+            resend = job.unrun[:width] if pair else []
+            job.unrun = job.unrun[len(resend):]
+            configs = resend + job.state.ask(width - len(resend) if pair else 1)
+            if not configs:
+                break
+            if len(configs) == 1:
+                self._ask_instance(job, configs[0])
+            else:
+                self._ask_sweep(job, configs)
+        if not job.asked and not job.sweeps:
+            from kernelwright.tune.evaluate import ERROR, Measurement
+
+            for params in job.unrun:  # never reached, and no evaluation left to send them again
+                job.state.tell(params, Measurement(params, ERROR, stage="sweep", error="not reached by its sweep"))
+            job.unrun = []
+            self._end(job, "" if job.state.done else self._why_no_room())
 
     def _judged(self, node: Node, result: Result) -> None:
         if isinstance(result, EvalResult):
@@ -304,6 +467,8 @@ class Tuning:
         """Keep up to tune_batch instances in flight (the default instance alone, until it is known
         to reproduce the candidate) while the tuner proposes and the budget lasts; the job ends when
         nothing is in flight and nothing more can be asked."""
+        if self._sweep_width() and job.state.trials:  # the default instance reproduced the candidate
+            return self._next_sweep(job)
         width = self.host.settings.tune_batch if job.state.trials else 1
         while len(job.asked) < width and self._job_budget(job) >= 1 and self._room(0, 1, job):
             proposed = job.state.ask(1)

@@ -38,8 +38,9 @@ def job_cost(host: "JobHost", job: "TuneJob") -> dict[str, Any]:
     judged = [host.tree[i].eval for i in job.instances if host.tree[i].eval is not None]
     on_gpu = any(str(e.device).startswith("cuda") for e in judged)
     prune = job.state.prune if job.state is not None else None
+    device_s, judge_s = sum(e.device_s for e in judged) + job.sweep_cost[0], sum(e.judge_s for e in judged) + job.sweep_cost[1]
     return {"evaluations": job.evals, "templatizer_calls": job.calls,
-            "device_s": round(sum(e.device_s for e in judged), 3), "judge_s": round(sum(e.judge_s for e in judged), 3),
+            "device_s": round(device_s, 3), "judge_s": round(judge_s, 3),
             "device_label": "GPU-seconds" if on_gpu else "CPU-seconds",
             "pruned_before": len(prune.pruned) if prune else 0, "pruned_after": len(prune.after_compile) if prune else 0}
 
@@ -72,10 +73,15 @@ def _summary(job: "TuneJob", adopted: Node | None, outcome: str | None) -> str:
     judged = len(job.state.trials) if job.state is not None else 0
     if outcome is not None or job.state is None:
         return "not tuned: " + "; then ".join(job.notes or ["no usable template"])
+    how = f"{judged} configuration(s) judged"
+    if job.sweep_log:
+        swept = sum(s["configs"] for s in job.sweep_log)
+        how = (f"{judged} configuration(s) measured ({swept} in {len(job.sweep_log)} sweep(s), the fastest of each "
+               "judged in full)")
     if adopted is not None:
-        text = f"tuned: {judged} configuration(s) judged, {adopted.id} ({params_text(adopted.tuning['params'])}) adopted"
+        text = f"tuned: {how}, {adopted.id} ({params_text(adopted.tuning['params'])}) adopted"
     else:
-        text = f"tuned: {judged} configuration(s) judged, none faster than the candidate's own"
+        text = f"tuned: {how}, none faster than the candidate's own"
     return text + (f" ({'; '.join(job.notes)})" if job.notes else "")
 
 
@@ -83,6 +89,10 @@ def _record(host: "JobHost", job: "TuneJob", adopted: Node | None, summary: str)
     record: dict[str, Any] = {"job": job.id, "outcome": summary, "instances": list(job.instances),
                               "best": adopted.id if adopted else None, "notes": list(job.notes),
                               "cost": job_cost(host, job)}
+    if job.sweep_log:
+        record["sweeps"] = [dict(s) for s in job.sweep_log]
+    if job.seeds is not None:
+        record["seeds"] = [dict(c) for c in job.seeds]
     if job.template is not None:
         record.update(template=job.template.hash, space={k: list(v) for k, v in job.template.params.items()},
                       defaults=dict(job.template.defaults))

@@ -33,6 +33,17 @@ _STATUS = {"build_error": ERROR, "not_run": ERROR, "failed": FAIL, "rejected": F
            "timed_out": FAIL}
 
 
+def sweep_measurement(found, result, source: str = "") -> Measurement:
+    """What one configuration's record in a sweep (`judge.sweep.ConfigResult` of `result`, a
+    `SweepResult`) tells a tuner: status `swept` with its time, or its failure with the reason.
+    Also read by the search's tuning step (search/tuning.py), which costs the sweep itself."""
+    return Measurement(dict(found.params), SWEPT if found.ok else _STATUS.get(found.status, ERROR),
+                       time_ms=found.time_ms if found.ok else None, method=result.method, stage="sweep",
+                       note=result.timing_note if found.ok else "",
+                       error=None if found.ok else f"{found.status} in a sweep: {found.reason}",
+                       instance_hash=instance_hash(source) if source else "", runs=0)
+
+
 class SweepEvaluator(JudgeEvaluator):
     """A JudgeEvaluator that sweeps a batch in one evaluation and judges its winner in full."""
 
@@ -94,12 +105,8 @@ class SweepEvaluator(JudgeEvaluator):
 
     def _swept(self, found, source: str, result, *, first: bool, device_s: float, judge_s: float) -> Measurement:
         """What one configuration's sweep record tells the tuner; the sweep's cost on its first one."""
-        m = Measurement(dict(found.params), SWEPT if found.ok else _STATUS.get(found.status, ERROR),
-                        time_ms=found.time_ms if found.ok else None, method=result.method, stage="sweep",
-                        note=result.timing_note if found.ok else "", error=None if found.ok else
-                        f"{found.status} in a sweep: {found.reason}", instance_hash=instance_hash(source),
-                        runs=1 if first else 0, device_s=device_s if first else 0.0,
-                        judge_s=judge_s if first else 0.0)
+        m = sweep_measurement(found, result, source)
+        m.runs, m.device_s, m.judge_s = (1, device_s, judge_s) if first else (0, 0.0, 0.0)
         return m
 
     def _finalists(self, found: dict[int, Measurement]) -> list[int]:

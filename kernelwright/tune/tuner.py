@@ -169,8 +169,18 @@ def seeded_configs(template: Template, seeds: SeedCache | None, device: str, bud
     quarter of the budget."""
     if seeds is None or budget <= 1:
         return []
+    return fit_seeds(template, seeds.lookup(template, device, limit=seed_limit(budget)))
+
+
+def seed_limit(budget: int) -> int:
+    """How many seeds a tuning of `budget` configurations starts with: at most SEEDS, a quarter of it."""
+    return min(SEEDS, max(1, budget // 4))
+
+
+def fit_seeds(template: Template, configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Seeded configurations moved into the template's current space (see `seeded_configs`)."""
     found = []
-    for config in seeds.lookup(template, device, limit=min(SEEDS, max(1, budget // 4))):
+    for config in configs:
         try:
             found.append(template.complete({k: v for k, v in config.items()
                                              if v in template.params.get(k, ())}))

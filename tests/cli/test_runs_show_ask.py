@@ -51,3 +51,29 @@ def test_show_ask_prints_prompts_answers_and_evaluations(tmp_path):
     assert "(not answered yet)" in waiting.output and "# Plan to carry out" in waiting.output
     missing = runner.invoke(app, ["runs", "show", str(tmp_path), "--ask", "a99"])
     assert missing.exit_code == 1
+
+
+def test_show_ask_prints_a_sweep_per_configuration_and_the_seeds(tmp_path):
+    """A tuning job's sweep and seeds asks (hand-written records, no judge ran)."""
+    from kernelwright.judge.sweep import ConfigResult, SweepResult
+    from kernelwright.search.asks import SeedsAsk, SweepAsk, SweepItem
+    from kernelwright.search.results import SeedsResult, SweepOutcome
+
+    sweep = SweepAsk("a7", "c1", [SweepItem({"BLOCK": 64}, "a"), SweepItem({"BLOCK": 128}, "b")], "tune1")
+    record = SweepResult([ConfigResult(0, {"BLOCK": 64}, "ok", time_ms=0.25),
+                          ConfigResult(1, {"BLOCK": 128}, "failed", reason="trial 0: output differs")],
+                         method="wall_cpu")
+    seeds = SeedsAsk("a6", "KW_TUNE = {}", "cpu", 3, "tune1")
+    with RunStore.in_dir(tmp_path) as store:
+        store.create_run("r1", problem_path="p.py", problem_name="relu", problem_hash="h", problem_source="x",
+                         settings={})
+        for ask, result in ((seeds, SeedsResult([{"BLOCK": 128}])), (sweep, SweepOutcome(record))):
+            store.save_ask("r1", ask.to_dict(), ask_hash(ask))
+            store.save_result("r1", ask.id, result_to_dict(result), 1.0)
+    listed = runner.invoke(app, ["runs", "show", str(tmp_path), "--ask", "list"])
+    assert "a7\tsweep\tc1\tanswered" in listed.output and "a6\tseeds\ttune1\tanswered" in listed.output
+    shown = runner.invoke(app, ["runs", "show", str(tmp_path), "--ask", "a7"])
+    assert shown.exit_code == 0 and "a sweep of 2 instances of c1's template" in shown.output
+    assert '#0\tok\t0.25 ms\t{"BLOCK": 64}' in shown.output and "trial 0: output differs" in shown.output
+    shown = runner.invoke(app, ["runs", "show", str(tmp_path), "--ask", "a6"])
+    assert shown.exit_code == 0 and '{"BLOCK": 128}' in shown.output

@@ -71,6 +71,7 @@ TUNE_ANSWERS = CASSETTES / "answers" / "tune_relu"
 TUNE_SCRIPT = [("planner", "01_planner.md"), ("coder", "02_coder.md"), ("templatizer", "03_templatizer.md")]
 TUNE_SETTINGS = {
     **SETTINGS, "max_repairs": 0, "tune": True, "tune_evals": 4,
+    "tune_sweep": 1, "tune_seeds": False,  # one configuration per evaluation, no seed cache (sweeps: their own tests)
     # the default instance is judged seconds after the candidate on a shared CPU, where the
     # interpreter's wall time varies severalfold: a loose tolerance (1.25 by default on a GPU)
     "tune_match": 4,

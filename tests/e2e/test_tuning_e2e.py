@@ -155,3 +155,37 @@ def test_on_a_gpu_the_default_instance_reproduces_the_candidate_within_the_defau
     assert record["cost"]["device_label"] == "GPU-seconds" and record["cost"]["device_s"] > 0
     devices = {json.loads(v)["device"] for v in instance_verdicts(run_dir).values()}
     assert len(devices) == 1 and next(iter(devices)).startswith("cuda")
+
+
+def test_an_llm_run_tunes_in_a_sweep_with_seeds_and_a_resume_replays_the_same_asks(tmp_path, kernelbench,
+                                                                                   monkeypatch):
+    """tune_sweep=3 within 3 evaluations: the seeds asked of the driver (an empty cache here), the
+    default instance judged, then ONE sweep of three configurations in one real judge evaluation,
+    and its fastest judged in full. The seed cache then holds the sweep's times; a resume replays
+    the stored seeds answer (not the cache) and asks nothing more."""
+    monkeypatch.setenv("KW_TUNE_CACHE", str(tmp_path / "tune-cache"))
+    run_dir = tmp_path / "run"
+    answer_prompts(run_dir, tmp_path, tune_sweep=3, tune_seeds="true", tune_evals=3)
+    done = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kinds = [r["kind"] for r in rows(run_dir, "SELECT kind FROM asks ORDER BY seq")]
+    assert kinds.count("sweep") == 1 and kinds.count("seeds") == 1 and kinds.index("seeds") < kinds.index("sweep")
+    [sweep] = rows(run_dir, "SELECT id, payload, result FROM asks WHERE kind = 'sweep'")
+    record = json.loads(sweep["result"])["record"]
+    assert len(json.loads(sweep["payload"])["instances"]) == 3 and len(record["configs"]) == 3
+    timed = [c for c in record["configs"] if c["status"] == "ok"]
+    c1 = json.loads(rows(run_dir, "SELECT node FROM candidates WHERE id = 'c1'")[0]["node"])
+    tuning = c1["tuning"]
+    assert tuning["cost"]["evaluations"] == 3 and tuning["seeds"] == [] and tuning["sweeps"][0]["configs"] == 3
+    nodes = [json.loads(r["node"]) for r in rows(run_dir, "SELECT node FROM candidates WHERE action = 'tune'")]
+    winners = [n for n in nodes if n["tuning"].get("sweep")]
+    assert len(nodes) == 1 + len(winners) and len(winners) == (1 if timed else 0)
+    if winners:  # the sweep's fastest, judged in full: its own verdict row
+        fastest = min(timed, key=lambda c: c["time_ms"])
+        assert winners[0]["tuning"]["params"] == fastest["params"]
+        assert winners[0]["tuning"]["sweep"]["ask"] == sweep["id"] and winners[0]["id"] in instance_verdicts(run_dir)
+        assert list((tmp_path / "tune-cache" / "seeds").glob("*.json"))  # recorded by the driver
+    answered_before = answered(run_dir)
+    again = scenario.cli(["optimize", "--resume", str(run_dir), "--json"], cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert answered(run_dir) == answered_before  # the replay asked nothing new, the seeds from the log

@@ -183,6 +183,25 @@ def test_the_ray_evaluator_answers_asks_with_verdicts_that_say_where(tmp_path, r
     assert '"judged_on"' in answer.verdict_json and '"ray_node_id"' in answer.verdict_json
 
 
+def test_the_ray_evaluator_answers_a_sweep_in_one_evaluation_on_a_node(tmp_path, ray_cluster):
+    """A tuning step's sweep (NodeJob.sweep): the example candidate as it is and a wrong copy of it."""
+    from kernelwright.search.asks import SweepAsk, SweepItem
+    from kernelwright.search.drivers.ray_eval import RayEvaluator
+
+    source = (EXAMPLES / "problems" / "row_softmax.py").read_text()
+    code = (EXAMPLES / "candidates" / "row_softmax.py").read_text()
+    wrong = code + "\n_forward = ModelNew.forward\nModelNew.forward = lambda self, *a: _forward(self, *a) * 2\n"
+    evaluator = RayEvaluator.from_mode("ray", source, "row_softmax", JudgeConfig(**FAST), tmp_path, workers=1)
+    ask = SweepAsk("a5", "c1", [SweepItem({"V": 1}, code), SweepItem({"V": 2}, wrong)], "tune1")
+    try:
+        answer = asyncio.run(evaluator.answer(ask))
+    finally:
+        evaluator.pool.close()
+    configs = answer.result.record.configs
+    assert [c.status for c in configs] == ["ok", "failed"], [(c.status, c.reason) for c in configs]
+    assert configs[0].time_ms > 0 and answer.verdict_json is None
+
+
 def test_a_cluster_without_room_for_the_judge_actors_stops_the_run(tmp_path, ray_cluster):
     """Three one-CPU actors cannot start on two CPUs: the run stops (resumable) instead of failing
     every candidate."""

@@ -95,7 +95,9 @@ class Answers:
 
 
 def make(limits=None, seed=0, **settings) -> Engine:
-    values = {"drafts": 1, "parallel": 1, "iterations": 1, "max_repairs": 0, "tune_evals": 6, **settings}
+    # one configuration per evaluation and no seed cache: the tuning step as before sweeps (test_tuning_sweeps.py)
+    values = {"drafts": 1, "parallel": 1, "iterations": 1, "max_repairs": 0, "tune_evals": 6, "tune_sweep": 1,
+              "tune_seeds": False, **settings}
     return Engine(problem(), values.pop("strategy", "greedy"), limits or Limits(),
                   Settings(strategy=settings.get("strategy", "greedy"), **values), rng_seed=seed)
 

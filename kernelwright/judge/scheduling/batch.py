@@ -32,6 +32,9 @@ A request (JSON object):
     profile           optional; true: profile the candidate too when it passes (budget permitting)
     priority          optional number; lower is judged first (a suite puts every problem's first
                       evaluation before anyone's second), then by name
+    sweep             optional; instances of one template, [{"params": {...}, "source": "..."}]:
+                      benchmarked in this one evaluation (judge/sweep.py), the candidate being the
+                      first; the verdict carries the sweep's record (`sweep`)
 """
 from __future__ import annotations
 
@@ -47,6 +50,7 @@ from ...files import atomic_write
 from . import baseline_lane
 from ..request import SourceText
 from ..config import JudgeConfig
+from ..sweep import parse_instances
 from .pool import JudgeJob, JudgePool, job_memory_key
 from ..verdict import ERROR, INFO, Flag, Verdict
 
@@ -65,10 +69,10 @@ class BatchError(Exception):
 
 def write_request(folder: str | Path, name: str, problem: str | Path | SourceText, candidate_source: str,
                   config: JudgeConfig | dict[str, Any] | None = None, profile: bool = False,
-                  priority: float | None = None) -> Path:
+                  priority: float | None = None, sweep: list[dict[str, Any]] | None = None) -> Path:
     """Write NAME.request.json into `folder` (atomically); `problem` is a path or a SourceText;
     `profile` asks for a profile when the candidate passes; `priority` orders the runner's work
-    (lower first)."""
+    (lower first); `sweep` makes it a sweep of those instances (see the module docstring)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"schema": REQUEST_SCHEMA, "name": name, "candidate_source": candidate_source,
@@ -85,6 +89,8 @@ def write_request(folder: str | Path, name: str, problem: str | Path | SourceTex
         data["profile"] = True
     if priority is not None:
         data["priority"] = priority
+    if sweep:
+        data["sweep"] = [{"params": dict(i["params"]), "source": i["source"]} for i in sweep]
     path = folder / f"{name}{REQUEST_SUFFIX}"
     atomic_write(path, json.dumps(data, indent=1))
     return path
@@ -191,7 +197,13 @@ def read_request(path: Path, base: JudgeConfig | None = None) -> JudgeJob:
     except (TypeError, ValueError) as exc:
         raise BatchError(f"{path.name}: bad config: {exc}") from None
     candidate = SourceText(data["candidate_source"], str(data.get("candidate_name") or name))
-    return JudgeJob(problem, candidate, config, name=name)
+    sweep = None
+    if data.get("sweep") is not None:
+        try:
+            sweep = [{"params": i.params, "source": i.source} for i in parse_instances(data["sweep"])]
+        except ValueError as exc:
+            raise BatchError(f"{path.name}: bad sweep: {exc}") from None
+    return JudgeJob(problem, candidate, config, name=name, sweep=sweep)
 
 
 def run_batch(folder: str | Path | list, pool: JudgePool | None = None, base: JudgeConfig | None = None,

@@ -40,6 +40,7 @@ class NodeJob:
     candidate_source: str
     candidate_name: str
     config: dict[str, Any]
+    sweep: list[dict[str, Any]] | None = None  # a sweep's instances (pool.JudgeJob.sweep), else None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,7 +55,7 @@ class NodeJob:
     def judge_job(self) -> JudgeJob:
         return JudgeJob(SourceText(self.problem_source, self.problem_name),
                         SourceText(self.candidate_source, self.candidate_name), self.judge_config(),
-                        self.candidate_name)
+                        self.candidate_name, sweep=self.sweep)
 
 
 def gpu_inventory(indices: tuple[int, ...] | list[int]) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ from . import gpu_health
 from ..request import SourceText, make_request, text_of
 from ..candidate_kinds import backend_of
 from ..config import JudgeConfig
+from ..sweep import sweep_config
 from .ledger import GpuLedger
 from ..verdict import ERROR, Verdict
 
@@ -71,12 +72,16 @@ class GpuFailed(Exception):
 
 @dataclass
 class JudgeJob:
-    """One candidate to judge; `config` overrides the pool's."""
+    """One candidate to judge; `config` overrides the pool's. `sweep`: instances of one template
+    (`[{"params": {...}, "source": "..."}]`, judge/sweep.py) benchmarked in this one evaluation
+    under `sweep.sweep_config` (the candidate is then the first instance); the verdict carries the
+    record (`Verdict.sweep`, read with `sweep.settle`)."""
 
     problem: str | Path | SourceText
     candidate: str | Path | SourceText
     config: JudgeConfig | None = None
     name: str = ""
+    sweep: list[dict] | None = None
 
 
 def job_memory_key(job: JudgeJob, config: JudgeConfig) -> str:
@@ -290,6 +295,8 @@ class JudgePool:
         if future.cancelled():
             return
         config = job.config or self.config
+        if job.sweep:
+            config = sweep_config(config)
         failed: list[tuple[str, str, str]] = []  # (GPU, why it failed, what the run there said)
         while True:
             device = self._assign() if len(failed) < MAX_GPU_FAILURES else None
@@ -405,6 +412,8 @@ class JudgePool:
         scratch = Path(tempfile.mkdtemp(prefix="kw-judge-", dir=self.scratch_root))
         try:
             request = make_request(job.problem, job.candidate, config, scratch, phase=phase)
+            if job.sweep and phase == "evaluate":
+                request.sweep = [dict(item) for item in job.sweep]
             launcher = self._warm_launcher() if config.no_network == self.config.no_network else None
             return api.run_request(request, config, scratch, env, launcher=launcher)
         finally:

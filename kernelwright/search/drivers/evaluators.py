@@ -11,6 +11,10 @@ A verdict that failed because of the machine (Triton missing, no compiler: judge
 not an answer about the candidate: the run stops (`Fatal`) with the cause, and the ask stays open
 for a resume once the machine is fixed.
 
+The tuning step's asks are answered here too (drivers/tune_asks.py): a `SweepAsk` is one judge
+evaluation of many instances (the pool's `JudgeJob.sweep`, a batch request's `sweep`), a `SeedsAsk`
+a read of the seed cache. Every evaluator sweeps (local, batch, Ray).
+
 Batch: the candidate becomes a request in RUN_DIR/evals/ for `kernelwright judge --batch` to
 evaluate elsewhere; until its verdict file appears the ask is pending and the run pauses. The runs of
 a suite share one folder (SUITE_DIR/evals): each request's name starts with its run's name, and its
@@ -26,9 +30,10 @@ from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.preflight import environment_error
 from kernelwright.judge.verdict import Verdict
 
-from ..asks import Answer, EvaluationAsk
+from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure, EvalResult
 from .loop import Fatal, Pending
+from .tune_asks import record_verdict_seed, seeds_answer, sweep_answer, sweep_instances
 
 
 def candidate_file(run_dir: Path, candidate_id: str, code: str) -> Path:
@@ -68,20 +73,34 @@ class LocalEvaluator:
             self._pool = JudgePool(self.config, gpus=gpus, cpu_workers=self.workers)
         return self._pool
 
-    async def answer(self, ask: EvaluationAsk) -> Answer:
-        from kernelwright.judge.request import SourceText
+    async def answer(self, ask: EvaluationAsk | SweepAsk | SeedsAsk) -> Answer:
+        import asyncio
 
-        candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
+        from kernelwright.judge.request import SourceText
+        from kernelwright.judge.scheduling.pool import JudgeJob
+
+        if isinstance(ask, SeedsAsk):
+            return seeds_answer(ask)
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
-        source = SourceText(ask.code, name=ask.candidate_id)
-        config = dataclasses.replace(self.config, profile=True) if ask.profile else self.config
         try:
-            verdict = await self.pool().ajudge(problem, source, config)
+            if isinstance(ask, SweepAsk):
+                what = f"the sweep {ask.id} of {ask.of}"
+                job = JudgeJob(problem, SourceText(ask.instances[0].source, name=f"{ask.of}_sweep"), self.config,
+                               name=ask.id, sweep=sweep_instances(ask))
+                verdict = await asyncio.wrap_future(self.pool().submit_job(job))
+            else:
+                what = ask.candidate_id
+                candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
+                config = dataclasses.replace(self.config, profile=True) if ask.profile else self.config
+                verdict = await self.pool().ajudge(problem, SourceText(ask.code, name=ask.candidate_id), config)
         except Exception as exc:  # noqa: BLE001 -- the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
         machine = environment_error(verdict)
         if machine:  # not the candidate's fault, and every later candidate would hit it too
-            raise Fatal(f"environment error while judging {ask.candidate_id} (not the candidate's fault): {machine}")
+            raise Fatal(f"environment error while judging {what} (not the candidate's fault): {machine}")
+        if isinstance(ask, SweepAsk):
+            return sweep_answer(ask, verdict)
+        record_verdict_seed(ask, verdict)
         return verdict_answer(verdict)
 
 
@@ -98,20 +117,30 @@ class BatchEvaluator:
         self.folder = Path(folder) if folder is not None else self.run_dir / "evals"
         self.prefix = prefix
 
-    async def answer(self, ask: EvaluationAsk) -> Answer:
+    async def answer(self, ask: EvaluationAsk | SweepAsk | SeedsAsk) -> Answer:
         from kernelwright.judge.scheduling import batch
         from kernelwright.judge.request import SourceText
 
-        candidate_file(self.run_dir, ask.candidate_id, ask.code)
-        name = f"{self.prefix}{ask.candidate_id}"
+        if isinstance(ask, SeedsAsk):
+            return seeds_answer(ask)
+        sweep = isinstance(ask, SweepAsk)
+        if sweep:  # named by its ask: stable across resumes, like a candidate's id
+            name, code, priority = f"{self.prefix}{ask.of}_sweep_{ask.id}", ask.instances[0].source, ask.of
+        else:
+            candidate_file(self.run_dir, ask.candidate_id, ask.code)
+            name, code, priority = f"{self.prefix}{ask.candidate_id}", ask.code, ask.candidate_id
         verdict = _find_verdict(self.folder, name)
         if verdict is not None:
+            if sweep:
+                return sweep_answer(ask, verdict)
+            record_verdict_seed(ask, verdict)
             return verdict_answer(verdict)
         request = self.folder / f"{name}{batch.REQUEST_SUFFIX}"
         if not request.is_file():  # asked again after a resume: the request is already there
             problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
-            request = batch.write_request(self.folder, name, problem, ask.code, self.config,
-                                          profile=ask.profile, priority=candidate_number(ask.candidate_id))
+            request = batch.write_request(self.folder, name, problem, code, self.config,
+                                          profile=not sweep and ask.profile, priority=candidate_number(priority),
+                                          sweep=sweep_instances(ask) if sweep else None)
         return _raise_pending(self.folder, name, request)
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.scheduling.node import NodeJob
 
-from ..asks import Answer, EvaluationAsk
+from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure
 from .evaluators import candidate_file, verdict_answer
+from .tune_asks import record_verdict_seed, seeds_answer, sweep_answer, sweep_instances
 from .loop import Fatal
 from .ray_pool import INSTALL_HINT, JudgeLost, RayJudgePool, RayOptions, RayUnavailable, ray_installed
 
@@ -69,10 +70,16 @@ class RayEvaluator:
         options = RayOptions(address=ray_address(mode), actors=None if workers <= 1 else workers)
         return cls(problem_source, problem_name, config, run_dir, options)
 
-    async def answer(self, ask: EvaluationAsk) -> Answer:
-        candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
-        job = NodeJob(self.problem_source, f"{self.problem_name}.py", ask.code, ask.candidate_id,
-                      self.config.to_dict())
+    async def answer(self, ask: EvaluationAsk | SweepAsk | SeedsAsk) -> Answer:
+        if isinstance(ask, SeedsAsk):
+            return seeds_answer(ask)
+        if isinstance(ask, SweepAsk):  # one evaluation of many instances on the node (NodeJob.sweep)
+            job = NodeJob(self.problem_source, f"{self.problem_name}.py", ask.instances[0].source,
+                          f"{ask.of}_sweep", self.config.to_dict(), sweep=sweep_instances(ask))
+        else:
+            candidate_file(self.run_dir, ask.candidate_id, ask.code)  # for people; the judge gets the text
+            job = NodeJob(self.problem_source, f"{self.problem_name}.py", ask.code, ask.candidate_id,
+                          self.config.to_dict())
         try:
             verdict = await self.pool.ajudge(job)
         except JudgeLost as exc:
@@ -81,4 +88,7 @@ class RayEvaluator:
             raise Fatal(f"{exc}. Nothing is lost: fix the cluster, then resume with --resume") from None
         except Exception as exc:  # noqa: BLE001 - the judge promises not to raise; if it does, say so
             return Answer(AskFailure("JudgeError", f"{type(exc).__name__}: {exc}"))
+        if isinstance(ask, SweepAsk):
+            return sweep_answer(ask, verdict)
+        record_verdict_seed(ask, verdict)
         return verdict_answer(verdict)
