@@ -12,6 +12,7 @@ default: a run without an LLM takes no search settings).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -47,7 +48,10 @@ def consider_seed(session, problem_path: str, eval_mode: str) -> None:
     path.write_text(start["code"])
     session.activity = "judging the seed"
     session.progress()
-    measurement = measured({}, judge(problem_path, path, plan.judge), "")
+    waiting = plan.shared.waiting() if plan.shared is not None else contextlib.nullcontext()
+    with waiting:  # a suite's other runs compute meanwhile
+        verdict = judge(problem_path, path, plan.judge)
+    measurement = measured({}, verdict, "")
     _store(session, start["code"], measurement)
     _count(session, measurement)
     if not measurement.ok:
