@@ -46,6 +46,8 @@ VARIABLES: tuple[EnvVar, ...] = (
     EnvVar("KW_JUDGE_WARM", "0: start every pool evaluation in a fresh interpreter (no fork server); unset or 1: fork them from the pool's fork server (imports done once)"),
     EnvVar("KW_HEARTBEAT_S", "seconds without a progress line before long work (judging, baselines, LLM calls) "
            "prints what it is doing and for how long (default 30)"),
+    EnvVar("KW_SEED_START", "0: new runs do not start from torch.compile's kernels (the default of the search "
+           "setting seed_start; `--set seed_start=true` still turns it on)"),
     EnvVar("KW_TUNE_CACHE", "folder of the template tuner's measurement cache (default ~/.cache/kernelwright/tune)"),
     EnvVar("KW_NCU", "path of the ncu binary for profiling"),
     EnvVar("KW_KERNELBENCH", "tests and benches: folder of KernelBench problems (default ../shared/kernelbench)"),

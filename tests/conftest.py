@@ -26,6 +26,10 @@ os.environ.setdefault("KW_JUDGE_DAEMON", "0")
 # whose command runs long on a loaded machine would find it in output it reads (CliRunner's
 # `output` holds stderr too). Tests of the heartbeat set their own interval.
 os.environ.setdefault("KW_HEARTBEAT_S", "86400")
+# A new optimize run writes and judges torch.compile's kernels before round 1 by default (search
+# setting seed_start, docs/seed.md): minutes of inductor on a CPU and one more ask in every run's
+# journal. Tests of runs leave it off; tests of the start (tests/search/test_start.py) turn it on.
+os.environ.setdefault("KW_SEED_START", "0")
 
 if not _cuda_available():
     # Triton candidates run on the CPU through the interpreter; judged subprocesses inherit this.

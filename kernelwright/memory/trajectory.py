@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Iterable
 
-ACTIONS = frozenset({"draft", "improve", "repair", "tune"})
+ACTIONS = frozenset({"draft", "improve", "repair", "tune", "seed"})  # seed: the run's start (search/start.py)
 # "faster" / "slower": a correct candidate that did / did not improve on what its expansion set out
 # to beat (the engine decides: its search parent, or for a first version the best correct candidate)
 # "duplicate": the same code as an earlier candidate, not judged again (search/duplicates.py)

@@ -14,7 +14,9 @@ The work is done by jobs of two kinds, each behind the one interface the engine 
   `[analyst] -> planner -> coder -> evaluation -> (failed?) repairer -> evaluation ... (<= K)`;
   the strategy chooses which node a job expands, and learns the job's final candidate;
 - tuning jobs (tuning.py: Templatizer, default instance, tuner instances), started on a correct
-  candidate that ends its expansion among the best; the best instance joins the tree.
+  candidate that ends its expansion among the best; the best instance joins the tree;
+- the start (start.py), when the run was given one (torch.compile's kernels, `kernelwright seed`):
+  judged first, before any expansion starts; when it passes it joins the tree as the candidate to beat.
 
 The engine owns what they share: the ask ids (one counter), the outstanding asks and which job
 each belongs to, the list of changed nodes, and the order in which prompts are written.
@@ -35,6 +37,7 @@ from .jobs import EngineError, Job
 from .problem_info import ProblemInfo
 from .results import AskFailure, EvalResult, SeedsResult, SweepOutcome
 from .settings import Settings
+from .start import Start, Starting
 from .strategies import Strategy, make_strategy
 from .tree import FAILED, PASSED, ROOT_ID, Node, Tree
 from .tuning import Tuning
@@ -67,10 +70,12 @@ class Engine:
                  settings: Settings | None = None, rng_seed: int = 0, *,
                  agents: Mapping[str, Any] | None = None, skills: SkillRanker | None = None,
                  skill_names: frozenset[str] | None = None, target: Any = None,
-                 extra: Mapping[str, Any] | None = None, prompt_dirs: list[str] | None = None):
+                 extra: Mapping[str, Any] | None = None, prompt_dirs: list[str] | None = None,
+                 start: Start | None = None):
         """`target` is the evaluation device (judge.target.Target, read generically), `extra` goes
         to every AgentContext (e.g. the tolerances the judge applies); `prompt_dirs` are folders
-        whose prompt files override the built-in ones by name (agents/templates.py)."""
+        whose prompt files override the built-in ones by name (agents/templates.py); `start` is a
+        candidate to judge first and start from (start.py: the inductor seed)."""
         self.problem = problem
         self.settings = settings or Settings()
         self.strategy = make_strategy(strategy, self.settings) if isinstance(strategy, str) else strategy
@@ -93,6 +98,8 @@ class Engine:
         self._ask_counter = 0
         self._changed: set[str] = {ROOT_ID}
         self._unrendered: list[tuple[CompletionAsk, Any]] = []  # asks whose prompt is written last
+        self.starting = Starting(self, start)  # the start's evaluation: the first ask, when given
+        self.starting.begin()
         self._filling()
 
     # ---- the public surface -------------------------------------------------------------
@@ -127,7 +134,8 @@ class Engine:
         node.bottleneck = result.bottleneck
         node.value = node_value(node, self.settings.objective)
         self.trajectory = Trajectory(e for e in self.trajectory.entries if e.candidate_id != node_id)
-        self.expansions.record(node, self.expansions.gain(node) if result.passed else result.outcome)  # the latest entry now
+        if not self.starting.amended(node):
+            self.expansions.record(node, self.expansions.gain(node) if result.passed else result.outcome)  # the latest entry now
         self._filling()
 
     def set_limits(self, limits: Limits, elapsed_s: float | None = None) -> None:
@@ -164,7 +172,7 @@ class Engine:
                 "active_jobs": len(self.expansions.jobs), "jobs_started": self.expansions.started,
                 "outstanding": len(self._outstanding), "spend": self.budget.spend.to_dict(),
                 "limits": self.budget.limits.to_dict(), "stop_reason": self.stop_reason,
-                "done": self.done, "tuning": self.tuning.snapshot()}
+                "done": self.done, "tuning": self.tuning.snapshot(), "start": self.starting.snapshot()}
 
     # ---- jobs.JobHost: what the jobs may do ------------------------------------------------
 
@@ -212,9 +220,10 @@ class Engine:
 
     def _filling(self) -> None:
         """Start what there is room for (tuning jobs first: they reserve their evaluations), then
-        write the prompts of every new ask, in order."""
-        self.tuning.start_due()
-        self.expansions.fill(others_running=bool(self.tuning.jobs))
+        write the prompts of every new ask, in order. Nothing starts while the start is judged."""
+        if not self.starting.waiting:
+            self.tuning.start_due()
+            self.expansions.fill(others_running=bool(self.tuning.jobs))
         pending, self._unrendered = self._unrendered, []
         for ask, job in pending:
             owner = self.tuning if ask.job_id in self.tuning.jobs else self.expansions
@@ -233,6 +242,10 @@ class Engine:
             self.budget.record_completion(result.usage.total_tokens, result.cost_usd)
         if isinstance(result, AskFailure) and result.kind == "BudgetExceeded":
             self.stop_reason = self.stop_reason or f"LLM budget: {result.message}"
+        if job_id in self.starting.jobs:
+            self.starting.hear(job_id, ask, result)
+            self.expansions.profiled += int(self.starting.profiled)
+            return
         owner = self.tuning if job_id in self.tuning.jobs else self.expansions
         owner.hear(job_id, ask, result)
 

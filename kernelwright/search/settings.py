@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The search strategies by name, the one list: `search/strategies/__init__.py` fills it (each
@@ -16,7 +16,15 @@ STRATEGIES: dict[str, type] = {}
 OBJECTIVES = ("eager", "compile_default", "compile_max_autotune")
 #: settings added after runs were stored, with the value that means "as before they existed"
 ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedupe": False, "tune_sweep": 0,
-                               "tune_seeds": False}
+                               "tune_seeds": False, "seed_start": False}
+
+
+def seed_start_default() -> bool:
+    """On unless KW_SEED_START says 0 / false / no / off (a machine or a test suite that never wants
+    torch.compile run before a search)."""
+    from kernelwright import envvars
+
+    return (envvars.get("KW_SEED_START") or "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class SettingsError(ValueError):
@@ -65,6 +73,10 @@ class Settings:
     tune_match: float = 1.25  # the default instance reproduces the candidate when it passes within this time ratio
     tune_sweep: int = 32  # configurations benchmarked in one evaluation (a sweep), its fastest then judged in full; 0 or 1: one per evaluation
     tune_seeds: bool = True  # start each tuning with the best configurations measured earlier (tune.seeds.SeedCache)
+    # the start (search/start.py, docs/seed.md): a new run writes torch.compile's kernels as a candidate
+    # (`kernelwright seed`), judges it first and, when it passes, starts from it; KW_SEED_START=0 makes
+    # the default false
+    seed_start: bool = field(default_factory=lambda: seed_start_default())
 
     def __post_init__(self) -> None:
         self.validate()

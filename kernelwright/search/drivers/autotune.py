@@ -45,6 +45,7 @@ from kernelwright.judge.config import JudgeConfig
 
 from ..budget import Limits
 from ..problem_info import describe_problem
+from .autotune_seed import consider_seed, count_stored_seed
 from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged,
                       claim_run_dir, hold_run, mark_stale_interrupted, new_run_dir, new_run_id, resume_command)
 
@@ -147,6 +148,7 @@ class AutotuneSession:
         self.activity = "matching the problem to the template library"  # what the session does now
         self.done = False
         self._count_stored()
+        count_stored_seed(self)  # the seed judged when the run was made (autotune_seed.py)
 
     def _count_stored(self) -> None:
         """Every instance an earlier session stored counts from the start, and the best of them is
@@ -320,8 +322,8 @@ class AutotuneSession:
             return self.paused(pending)
         if self.stop_reason == "interrupted":
             return self.finish("interrupted", f"{INTERRUPTED_DETAIL}; continue with: {resume_command(plan.run_dir)}")
-        if not result.matched:
-            return self.finish("failed", result.message)
+        if not result.matched:  # the seed may still be the run's best
+            return self.finish("failed" if self.best is None else "done", result.message)
         if self.fatal:
             return self.finish("failed", f"environment error (not the kernel's fault): {self.fatal}. "
                                          f"After fixing it: {resume_command(plan.run_dir)}")
@@ -400,7 +402,9 @@ def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None
             plan = _Plan(run_id, run_dir, info.path, judge, options.limits, budget, options.seed,
                          options.eval_workers)
             _evaluation(plan, settings, store.run(run_id), options)
-            return AutotuneSession(store, plan, on_progress).tune()
+            session = AutotuneSession(store, plan, on_progress)
+            consider_seed(session, info.path, eval_mode)  # torch.compile's kernels, judged before the templates
+            return session.tune()
     finally:
         lock.release()
 

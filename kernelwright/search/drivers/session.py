@@ -47,6 +47,7 @@ from ..settings import Settings
 from . import rejudged, targets
 from .errors import RunError
 from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
+from .seed_start import announce, judged_start, stored_start, write_start
 
 DEFAULT_WORKSPACE = Path("kw-runs")
 BEST_FILE = "best_model_new.py"
@@ -256,11 +257,18 @@ class SearchSession:
                        "target": target.to_dict() if target is not None else None}
         if options.batch_dir:
             self.stored.update(batch_dir=options.batch_dir, request_prefix=options.request_prefix)
+        if options.settings.seed_start:  # torch.compile's kernels, judged first (seed_start.py)
+            self.stored["start"] = write_start(info.path, judge, options.eval_mode or "local")
+            announce(self.stored["start"])
         self.lock = claim_run_dir(options, self.run_dir)
         self.store = store_cls.in_dir(self.run_dir)
         self.store.create_run(self.run_id, problem_path=info.path, problem_name=info.name,
                               problem_hash=info.source_hash, problem_source=info.source,
                               settings=self.stored)
+        if "start" in self.stored:
+            start = self.stored["start"]
+            self.store.add_event(self.run_id, "start", {"written": bool(start.get("code")), "reason": start.get("reason"),
+                                                        "device": start.get("device")})
         self.run = self.store.run(self.run_id)
 
     # ---- the pieces -----------------------------------------------------------------------------
@@ -295,7 +303,8 @@ class SearchSession:
         engine = Engine(self.problem, self.settings.strategy, stored_limits, self.settings,
                         rng_seed=int(self.stored.get("seed", 0)), skills=self._skills(),
                         skill_names=self._library().names(), target=targets.stored_target(self.stored),
-                        extra=targets.prompt_extra(self.stored), prompt_dirs=self.stored.get("prompt_dirs") or None)
+                        extra=targets.prompt_extra(self.stored), prompt_dirs=self.stored.get("prompt_dirs") or None,
+                        start=stored_start(self.stored))
         group: list = []
         for entry in self.store.journal(self.run_id):
             try:
@@ -536,6 +545,7 @@ class SearchSession:
 
         snapshot = engine.snapshot()
         self.store.update_run(self.run_id, status=status, detail=detail, spend=snapshot["spend"])
+        judged_start(snapshot.get("start"))
         best = engine.best()
         best_path = None
         if best is not None:
