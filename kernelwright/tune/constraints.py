@@ -14,6 +14,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .hardware import H100_SXM
+
 
 class ConstraintError(ValueError):
     """A constraint string that is not a valid constraint (syntax, forbidden construct, unknown name)."""
@@ -118,8 +120,6 @@ def parse_constraint(text: str, known_names: set[str] | None = None) -> Constrai
 
 
 def _hardware_names() -> set[str]:
-    from .hardware import H100_SXM
-
     return set(H100_SXM.as_env())
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from kernelwright.judge.target import known_target
+
 
 @dataclass(frozen=True)
 class DeviceLimits:
@@ -62,8 +64,6 @@ def from_target(target) -> DeviceLimits:
 
 
 def _known(name: str) -> DeviceLimits:
-    from kernelwright.judge.target import known_target
-
     return from_target(known_target(name))
 
 
@@ -84,7 +84,7 @@ def table_limits(name: str = "h100") -> DeviceLimits:
 def detect_limits(device_index: int | None = None) -> DeviceLimits:
     """Limits of the current CUDA device, else the H100 table (the project's reference GPU)."""
     try:
-        import torch
+        import torch  # noqa: PLC0415 -- tune/ stays torch-free at import: the agents and the search import it (tune/__init__.py); a broken torch means the H100 table
 
         if not torch.cuda.is_available():
             return H100_SXM
