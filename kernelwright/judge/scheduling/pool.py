@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
 from .. import api
-from .admission import MemoryAdmission, memory_key, run_admitted
-from ..request import SourceText, make_request, text_of
 from ..candidate_kinds import backend_of
 from ..config import JudgeConfig
-from .ledger import GpuLedger
+from ..gpulock import lock_folder
+from ..request import SourceText, make_request, text_of
+from ..toolchain import smi_arch_list
 from ..verdict import ERROR, Verdict
+from .admission import MemoryAdmission, memory_key, run_admitted
+from .ledger import GpuLedger
 
 # evaluations at once on one GPU: enough to hide a worker's start-up, imports and correctness
 # work behind another's timing; each holds its trials' reference outputs in GPU memory
@@ -83,8 +85,6 @@ def visible_gpus() -> tuple[int, ...]:
 
 def detected_arch_list() -> str:
     """Compute capabilities of the visible GPUs ("9.0"), for builds made with CUDA hidden."""
-    from ..toolchain import smi_arch_list
-
     return smi_arch_list()
 
 
@@ -361,8 +361,6 @@ def gpu_free_bytes(gpu: str) -> int | None:
 def machine_ledger(gpu: str) -> GpuLedger | None:
     """The machine-wide admission ledger of GPU `gpu` (judge/scheduling/ledger.py), in the GPU lock folder;
     None where that folder cannot be made (admission then counts this pool's jobs only)."""
-    from ..gpulock import lock_folder
-
     folder = lock_folder("cuda")
     try:
         folder.mkdir(parents=True, exist_ok=True)
