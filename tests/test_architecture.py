@@ -299,3 +299,20 @@ def test_the_private_name_check_sees_both_forms(tmp_path):
     (package / "a" / "y.py").write_text("from .x import _f\nfrom . import x\n\n\ndef g():\n    return x._f, _f\n")
     assert private_names_taken(tmp_path) == ["kernelwright/a/y.py:1 kernelwright.a.x._f",
                                              "kernelwright/a/y.py:6 kernelwright.a.x._f"]
+
+
+def test_imports_inside_functions_say_why():
+    """Issue 38, point 3: an import inside a function is kept only with its reason on the line
+    (`# noqa: PLC0415 -- why`); ruff's PLC0415, selected in pyproject.toml, finds the others."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^select = \[.*"PLC0415".*\]$', pyproject, re.M), "pyproject.toml no longer selects PLC0415"
+    silent = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"noqa: [A-Z0-9,]*PLC0415", line) and not re.search(r"PLC0415[A-Z0-9,]* -- \S.{14,}", line):
+                silent.append(f"{path.relative_to(ROOT)}:{number}")
+    assert not silent, "imports inside functions kept without a reason (`# noqa: PLC0415 -- why`):\n" + "\n".join(silent)
+    lines = pyproject.splitlines()
+    unexplained = [line for before, line in zip([""] + lines, lines, strict=False)  # a comment on the line or above
+                   if re.match(r'^"kernelwright/.*"PLC0415"', line) and "#" not in line and not before.startswith("#")]
+    assert not unexplained, f"per-file ignores of PLC0415 without a comment saying why: {unexplained}"

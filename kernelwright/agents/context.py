@@ -27,7 +27,7 @@ _FENCE_LINE = re.compile(r"^ {0,3}(?:```|~~~)", re.MULTILINE)
 @functools.lru_cache(maxsize=1)
 def _encoder():
     try:
-        import tiktoken
+        import tiktoken  # noqa: PLC0415 -- tiktoken is optional (not a dependency): without it prompts are measured at 4 characters a token
 
         return tiktoken.get_encoding("cl100k_base")
     except Exception:  # noqa: BLE001 -- not installed, or its encoding file cannot be fetched offline

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kernelwright.llm.parse import extract_code
 from kernelwright.tune.budget import TuneBudget
-from kernelwright.tune.template import vocabulary
+from kernelwright.tune.template import TemplateError, parse_template, vocabulary
 
 from . import sections
 from .base import Agent
@@ -51,8 +51,6 @@ class Templatizer(Agent):
 
     def parse(self, text: str):
         """A `Template`, or a ParseFailure saying what to fix (never raises)."""
-        from kernelwright.tune.template import TemplateError, parse_template
-
         try:
             found = extract_code(text, lang="python")
             if not found.ok:

@@ -12,6 +12,6 @@ __all__ = ["JudgeConfig", "Verdict", "judge"]
 
 def judge(problem, candidate, config: JudgeConfig | None = None) -> Verdict:
     """Judge `candidate` (a file path) against `problem` (a file path) in a fresh process."""
-    from .api import judge as _judge
+    from .api import judge as _judge  # noqa: PLC0415 -- every judge process runs this __init__, the runner's too: api.py (sandbox, supervisor, fork server) loads only where a candidate is judged
 
     return _judge(problem, candidate, config or JudgeConfig())

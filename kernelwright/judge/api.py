@@ -29,10 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from . import sandbox, trusted
+from . import supervisor as supervisor_files
+from .candidate_kinds import missing_names
 from .checks import check_flag
 from .config import JudgeConfig
+from .confine import ConfinementReport
+from .locate import attach_fault
 from .request import JudgeRequest, SourceText, default_cache_dir, make_request, source_filename
 from .sandbox import SIGNAL_MEANING, signal_of
+from .scheduling import forkserver
+from .sweep import settle, sweep_config
+from .toolchain import resolve_arch_list
 from .verdict import ERROR, FAIL, INFO, REJECT, STAGES, WARN, CompileResult, Flag, ProcessInfo, Verdict
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +82,6 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
     setting = os.environ.get("KW_JUDGE_WARM", "").strip().lower()
     if not force and setting in ("0", "off", "no", "false"):
         return None
-    from .scheduling.forkserver import Launcher
 
     extra = env or {}
     env = sandbox.scrubbed_environ()
@@ -85,7 +91,7 @@ def warm_launcher(config: JudgeConfig, force: bool = False, env: dict[str, str] 
         env["TRITON_INTERPRET"] = "1"  # as worker_env sets it for CPU evaluations: triton imported in that mode
     package = trusted.package_of(env["PYTHONPATH"], PACKAGE_ROOT / "kernelwright")
     trusted.compile_package(package)  # before the server imports it: no bytecode is written later
-    return Launcher(env, config.no_network, package)
+    return forkserver.Launcher(env, config.no_network, package)
 
 
 def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
@@ -95,7 +101,6 @@ def run_arch_list(config: JudgeConfig, device_hint: str) -> str:
         return config.cuda_arch_list
     if device_hint == "cpu":
         return os.environ.get("TORCH_CUDA_ARCH_LIST", "")
-    from .toolchain import resolve_arch_list
 
     return resolve_arch_list(None)
 
@@ -186,8 +191,6 @@ def judge_sweep(problem, instances: list, config=None, *, env: dict[str, str] | 
     sandboxed evaluation; (the sweep's record, the evaluation's verdict). Never raises for bad
     instances: a configuration the evaluation did not finish is `running` in the verdict it left,
     and is recorded here as timed out or crashed (the evaluation's error says which)."""
-    from .sweep import settle, sweep_config
-
     if not instances:
         raise ValueError("a sweep needs at least one instance")
     config = sweep_config(config or JudgeConfig())
@@ -219,7 +222,6 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
         return Verdict(problem=request.problem_label, candidate=request.candidate_label, status=ERROR,
                        error=f"this judge process judges no more: {refused}; check the files and start it again",
                        config=config.to_dict())
-    from . import supervisor as supervisor_files  # it imports this module
 
     request_path = scratch / "request.json"
     request.save(request_path)
@@ -246,8 +248,6 @@ def run_request(request: JudgeRequest, config: JudgeConfig, scratch: Path, env: 
     check_trusted_files(verdict, files, before, info.confined)
     record_overhead(verdict, info)
     if locate and request.phase == "evaluate":
-        from .locate import attach_fault
-
         attach_fault(verdict, request, config, env, rerun=rerun)
     return verdict
 
@@ -285,7 +285,6 @@ def record_supervision(info: ProcessInfo, record) -> None:
         info.isolation["confinement"] = "unknown: the supervisor left no record (killed before it finished)"
         info.isolation["filesystem"] = "unknown"
         return
-    from .confine import ConfinementReport
 
     known = ConfinementReport.__dataclass_fields__
     report = ConfinementReport(**{k: v for k, v in record.confinement.items() if k in known})
@@ -355,8 +354,6 @@ def record_overhead(verdict: Verdict, info: ProcessInfo) -> None:
 def precheck(request: JudgeRequest, config: JudgeConfig) -> Verdict | None:
     """Files that cannot even be parsed, or lack the names the judge needs, get their verdict here,
     in the caller's process, without starting a worker (read as text: nothing is executed)."""
-    from .candidate_kinds import missing_names
-
     problem = _text(request.problem_path, request.problem_source)
     candidate = _text(request.candidate_path, request.candidate_source)
     problem_file = request.problem_path or f"problem/{source_filename(request.problem_name)}"

@@ -14,22 +14,23 @@ import sys
 import traceback
 from pathlib import Path
 
+from .buildlog import LOG_FILE, BuildOutput, captured_output
+from .confine import confine
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     request_path = Path(argv[0]).resolve()
     staging = request_path.parent
     request = json.loads(request_path.read_text())
-    from .confine import confine
 
     readable = [request["readable"]] if request.get("readable") else []
     report = confine(staging, [staging], private_root=Path(readable[0]).parent if readable else None,
                      readable=readable)
     if not report.active:
         print(f"kernelwright builder: unconfined ({report.reason})", file=sys.stderr)
-    from .buildlog import LOG_FILE, BuildOutput, captured_output
 
-    import torch.utils.cpp_extension as cpp
+    import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
     output, ok = BuildOutput(), False
     try:

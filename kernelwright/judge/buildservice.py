@@ -34,14 +34,17 @@ import secrets
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .toolchain import toolchain
-from .buildcache import (BUILD_MARKER, NOT_HASHED, BuildRecord, build_payload, content_digest, explain_miss, hashed_name,
-                         locked, marker_matches)
+from . import service
+from .buildcache import (BUILD_MARKER, NOT_HASHED, BuildRecord, build_payload, content_digest, explain_miss,
+                         hashed_name, locked, marker_matches)
 from .buildlog import LOG_FILE, renames, tail, trim_errors
+from .confine import SCRATCH_PREFIX
+from .toolchain import toolchain
 
 BUILDERS = ("load_inline", "load")
 STAGING = ".staging"
@@ -54,8 +57,6 @@ _ARCH = re.compile(r"^[A-Za-z0-9.;+ _-]{0,200}$")
 
 def build_remotely(builder: str, arguments: dict[str, Any], arch: str, record: BuildRecord):
     """Ask the supervisor to build (or find) this extension, then load it from the shared cache."""
-    from . import service
-
     sent = {k: _plain(v) for k, v in arguments.items() if k not in NOT_HASHED}
     if builder == "load":
         sources = sent.get("sources")
@@ -78,7 +79,7 @@ def build_remotely(builder: str, arguments: dict[str, Any], arch: str, record: B
 
 
 def load_built(name: str, folder: str, arguments: dict[str, Any]):
-    import torch.utils.cpp_extension as cpp
+    import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
     if arguments.get("is_standalone"):
         return cpp._get_exec_path(name, folder)
@@ -169,8 +170,6 @@ MAX_SOURCE_BYTES = 16 << 20
 
 
 def _readable_source(path: Path, readable: Path | None) -> Path:
-    from .confine import SCRATCH_PREFIX
-
     real = path.resolve()
     if not real.is_file() or real.stat().st_size > MAX_SOURCE_BYTES:
         raise ValueError(f"{path}: not a regular source file of at most {MAX_SOURCE_BYTES >> 20} MB")
@@ -214,8 +213,6 @@ def _run_builder(builder: str, arguments: dict[str, Any], arch: str, staging: Pa
 
 
 def _artifact(arguments: dict[str, Any], staging: Path) -> Path:
-    import sysconfig
-
     if arguments.get("is_standalone"):
         return staging / (arguments["name"] + (sysconfig.get_config_var("EXE") or ""))
     return staging / f"{arguments['name']}.so"

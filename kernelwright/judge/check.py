@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from ..problem.inputs import variant_for_trial
+from .scheduling.admission import names_oom
 
 CHUNK_ELEMENTS = 1 << 24
 RMS_FLOOR_OF_ATOL = 0.01
@@ -106,8 +107,6 @@ def make_inputs(problem, seed: int, variant: str, device: str) -> list:
 def out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` is the GPU running out of memory, as the pool tells one it judges again
     (`admission.names_oom`)."""
-    from .scheduling.admission import names_oom
-
     return names_oom(f"{type(exc).__name__}: {exc}")
 
 
@@ -125,7 +124,7 @@ def assume_inputs_on_device(problem, device: str, on_device: bool) -> None:
 def _seeded(problem, seed: int, variant: str, device: str) -> list:
     random.seed(seed)
     try:
-        import numpy as np
+        import numpy as np  # noqa: PLC0415 -- numpy may be absent (torch does not need it): then only Python's and torch's generators are seeded
 
         np.random.seed(seed % 2**32)
     except ImportError:  # numpy is optional here
@@ -429,7 +428,7 @@ def _one_pass(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float):
     """The statistics from the judge's one-pass GPU kernel (`gpucompare`), or None: then the torch
     path below computes the same ones (a CPU output, a dtype the kernel does not take, a kernel that
     could not run)."""
-    from . import gpucompare
+    from . import gpucompare  # noqa: PLC0415 -- gpucompare.py imports triton (0.4 s): loaded only for a large output on a GPU
 
     try:
         return gpucompare.error_stats(out, ref, atol, rtol)  # None where it does not apply

@@ -43,12 +43,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .toolchain import (  # noqa: F401 - toolchain and arch detection live in judge/toolchain.py
-    tool_version, arch_list_for, current_arch_list, installed_torch, nvcc_path, pin_arch_list, precompile_env,
-    resolve_arch_list, smi_arch_list, toolchain)
-from .buildcache import (BUILD_MARKER, BuildRecord, build_payload, content_digest, explain_miss,
-                         hashed_name, locked, marker_matches)
+from . import buildservice, service
+from .buildcache import (BUILD_MARKER, BuildRecord, build_payload, content_digest, explain_miss, hashed_name, locked,
+                         marker_matches)
 from .buildlog import LOG_FILE, LOG_TAIL_CHARS, BuildOutput, captured_output, renames, tail, trim_errors
+from .cachedir import cache_root
+from .toolchain import (  # noqa: F401 - toolchain and arch detection live in judge/toolchain.py
+    arch_list_for,
+    current_arch_list,
+    installed_torch,
+    nvcc_path,
+    pin_arch_list,
+    precompile_env,
+    resolve_arch_list,
+    smi_arch_list,
+    tool_version,
+    toolchain,
+)
 from .verdict import CompileResult
 
 
@@ -90,9 +101,8 @@ _INSTALLED: dict[str, Callable] = {}  # builder name -> torch's original (kept a
 
 def install_build_cache(cache_dir: str | os.PathLike | None = None) -> BuildRecorder:
     """Patch torch's load_inline and load to build once per content hash under `cache_dir`."""
-    import torch.utils.cpp_extension as cpp
+    import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
-    from .cachedir import cache_root
 
     root = cache_root(cache_dir) / "torch_extensions"
     with contextlib.suppress(OSError):  # a confined worker cannot create it (its supervisor has)
@@ -107,7 +117,7 @@ def install_build_cache(cache_dir: str | os.PathLike | None = None) -> BuildReco
 
 def uninstall_build_cache() -> None:
     """Put torch's builders back (tests; a worker process simply exits)."""
-    import torch.utils.cpp_extension as cpp
+    import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
     for builder, original in _INSTALLED.items():
         setattr(cpp, builder, original)
@@ -131,7 +141,6 @@ def _cached_builder(builder: str, original: Callable, root: Path, recorder: Buil
         module = _load_cached(arguments, name, build_dir, digest, record)
         if module is not None:
             return module
-        from . import buildservice, service
 
         if service.available():  # a confined candidate: its supervisor builds and publishes
             return buildservice.build_remotely(builder, arguments, payload["arch"], record)
@@ -204,7 +213,7 @@ def _build_or_load(original: Callable, arguments: dict, record: BuildRecord, dig
 
 def _import_prebuilt(arguments: dict):
     """Import the built library directly (no compiler, no ninja); None when that is not possible."""
-    import torch.utils.cpp_extension as cpp
+    import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
     importer = getattr(cpp, "_import_module_from_library", None)
     if importer is None or arguments.get("is_standalone"):

@@ -19,6 +19,8 @@ import ctypes
 import functools
 from dataclasses import dataclass
 
+import torch
+
 HANDLE_BYTES = 64
 LAZY_ENABLE_PEER_ACCESS = 0x1
 
@@ -133,8 +135,6 @@ class _Exposed:
 def tensor_at(ptr: int, nbytes: int, dtype, shape, stride, offset: int, device):
     """A tensor over `nbytes` of mapped memory at `ptr`: `dtype` elements laid out by `shape`,
     `stride` and `offset` (in elements), checked to lie inside the mapping."""
-    import torch
-
     raw = torch.as_tensor(_Exposed(ptr, nbytes), device=device)
     size = torch.empty((), dtype=dtype).element_size()
     usable = (nbytes // size) * size

@@ -28,6 +28,8 @@ import dataclasses
 
 import torch
 
+from kernelwright.problem.footprint import measure
+
 from .checks import check_flag
 from .peaks import Peaks, peaks_for
 from .verdict import REJECT, WARN, Flag, Floor, TimingStats
@@ -63,8 +65,6 @@ def dominant_dtype(problem) -> torch.dtype:
 def compute_floor(problem, device: str, peaks: Peaks | None = None, allow_tf32: bool = False) -> Floor | None:
     """The floor for `problem` (a loaded Problem) on `device`; None when no peaks are known (CPU
     without a peaks table, an unknown GPU before `kernelwright device-peaks`) or nothing is counted."""
-    from kernelwright.problem.footprint import measure
-
     peaks = peaks or peaks_for(device)
     if peaks is None:
         return None

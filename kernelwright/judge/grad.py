@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
+from ..problem.ops import OpRecorder
 from ..problem.reference import declared_work
-from .check import Comparison, compare_tensor, flatten_outputs, host_copy
+from .check import Comparison, compare_tensor, flatten_outputs, host_copy, make_inputs
 
 GRAD_SEED_OFFSET = 7919  # output gradients draw from seed + this, apart from the inputs' stream
 NO_GRAPH = ("the backward pass is part of this problem, but no floating output of ModelNew.forward is connected to "
@@ -63,8 +65,6 @@ class GradRunner:
 
     def grad_outputs(self, outs: list[torch.Tensor], seed: int) -> list[torch.Tensor | None]:
         """The fixed output gradients; made by the judge, so outside any op recording of the call."""
-        from torch.utils._python_dispatch import _disable_current_modes
-
         with _disable_current_modes():
             return self._grad_outputs(outs, seed)
 
@@ -112,9 +112,6 @@ class GradRunner:
     def reference(self, model, cases: list, sync: Callable[[], None]) -> Counter:
         """Expected gradients of every case (kept where its outputs are kept); returns the ATen ops
         of one forward+backward of the reference (its backward's work counts as the reference's)."""
-        from ..problem.ops import OpRecorder
-        from .check import make_inputs
-
         ops: Counter = Counter()
         for position, case in enumerate(cases):
             inputs = make_inputs(self.problem, case.seed, case.variant, self.device)

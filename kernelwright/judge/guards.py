@@ -6,6 +6,7 @@ judge itself uses, so a candidate replacing `torch.cuda.synchronize` cannot fake
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import sys
@@ -14,6 +15,8 @@ import types
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
+import torch.testing
 
 from .checks import check_flag
 from .verdict import REJECT, WARN, Flag
@@ -131,9 +134,6 @@ def precision_flag(before: dict, after: dict, allow_tf32: bool) -> Flag | None:
 def guarded_targets(extra: dict[str, object] | None = None) -> dict[str, tuple[object, bool]]:
     """name -> (namespace, additions count as tampering). Namespaces whose functions the judge or
     the timer relies on, or that decide what a comparison means."""
-    import torch.nn.functional as F  # noqa: N812
-    import torch.testing
-
     targets = {
         "torch": (torch, False), "torch._C": (torch._C, False), "torch.nn.functional": (F, False),
         "torch.linalg": (torch.linalg, False), "torch.testing": (torch.testing, False),
@@ -266,7 +266,7 @@ class CompileTracker:
         self.originals: list[tuple[object, str, object]] = []
 
     def install(self) -> "CompileTracker":
-        import torch._dynamo
+        import torch._dynamo  # noqa: PLC0415 -- torch._dynamo takes about a second to import and patches torch when it loads: only when the tracker is installed
 
         for owner, name, label in ((torch, "compile", "torch.compile"),
                                    (torch._dynamo, "optimize", "torch._dynamo.optimize")):
@@ -282,8 +282,6 @@ class CompileTracker:
         self.originals = []
 
     def _wrap(self, original, label: str):
-        import functools
-
         @functools.wraps(original)
         def counted(*args, **kwargs):
             self.calls.append(label)

@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kernelwright.profile.torchprof import (PROFILER_WARMUP_CALLS, prepared_profiler, summarize_timeline,
+                                            timeline_events, trace_forwards)
+
 CALLS = 5  # recorded forwards after the profiler's own warm-up forward
 TOP = 8  # kernels listed per verdict; the rest are summed as "other kernels"
 NAME_CHARS = 120
@@ -84,8 +87,6 @@ def record(forward: Callable[[], object], device: str, calls: int = CALLS) -> Re
         return Recording(reason="evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
                                 "interpreter), so no per-kernel times")
     try:
-        from kernelwright.profile.torchprof import prepared_profiler, trace_forwards
-
         prof = prepared_profiler(use_cuda=True)  # tracing enabled from here: after the timing and the energy window
         return Recording(profiler=trace_forwards(prof, forward, calls, use_cuda=True))
     except Exception as exc:  # noqa: BLE001 - the candidate ran fine when timed; a profiler failure is ours
@@ -97,8 +98,6 @@ def read(recording: Recording) -> dict[str, Any]:
     if recording.profiler is None:
         return unavailable(recording.reason or "no kernel timeline was recorded")
     try:
-        from kernelwright.profile.torchprof import PROFILER_WARMUP_CALLS, summarize_timeline, timeline_events
-
         summary = summarize_timeline(timeline_events(recording.profiler), skip=PROFILER_WARMUP_CALLS, top=10_000)
     except Exception as exc:  # noqa: BLE001
         return unavailable(f"the kernel timeline could not be read: {type(exc).__name__}: {exc}")

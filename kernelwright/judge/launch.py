@@ -27,7 +27,10 @@ import ctypes
 import hashlib
 import json
 import os
+import shutil
 import sys
+
+from .confine import ConfinementReport, confine
 
 MARKER = "kw-launch: "
 REFUSED = 125
@@ -46,8 +49,6 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def confine_self(args: argparse.Namespace) -> dict:
-    from .confine import ConfinementReport, confine
-
     if args.off:
         ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks it
         return ConfinementReport(reason="switched off (config.confine is False)", no_new_privs=True).to_dict()
@@ -90,8 +91,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _which(name: str, env: dict[str, str]) -> str:
-    import shutil
-
     return name if os.sep in name else shutil.which(name, path=env.get("PATH")) or name
 
 

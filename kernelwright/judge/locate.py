@@ -30,6 +30,7 @@ from typing import Callable
 
 from . import faults
 from .config import JudgeConfig
+from .profilehost import loopback_up
 from .verdict import FAIL, INFO, PASS, Flag, Verdict
 
 SANITIZER = "compute-sanitizer"
@@ -155,7 +156,6 @@ def main(argv: list[str] | None = None) -> None:
         args = args[1:]
     if not args:
         raise SystemExit("usage: python -m kernelwright.judge.locate -- COMMAND...")
-    from .profilehost import loopback_up
 
     print(f"kernelwright locate: {loopback_up()}", file=sys.stderr, flush=True)
     os.execvp(args[0], args)

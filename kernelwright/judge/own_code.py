@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import types
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
+
+import torch
 
 from ..problem.ops import ATEN_NAMESPACES, PYTHON
 
@@ -87,7 +90,7 @@ class OwnCode:
             cls = _find(module_name, class_name)
             if cls is not None and "run" in vars(cls):
                 self._patch(cls, "run", self._triton_run(vars(cls)["run"], is_launch))
-        import torch.utils.cpp_extension as cpp
+        import torch.utils.cpp_extension as cpp  # noqa: PLC0415 -- torch.utils.cpp_extension takes 0.5 s to import (setuptools): loaded only when an extension is built
 
         for builder in ("load_inline", "load"):
             self._patch(cpp, builder, self._loader(getattr(cpp, builder)))
@@ -166,14 +169,11 @@ def _range(name: str | None):
     """A profiler range `name` (a no-op without one, or without a profiler running)."""
     if name is None:
         return contextlib.nullcontext()
-    import torch
 
     return torch.profiler.record_function(name)
 
 
 def _find(module_name: str, class_name: str):
-    import importlib
-
     try:
         return getattr(importlib.import_module(module_name), class_name, None)
     except Exception:  # noqa: BLE001 - no triton, or a version without this class
@@ -194,8 +194,6 @@ def _qualified(func) -> str:
 def _registered_ops() -> frozenset[str] | None:
     """Every operator the dispatcher knows now, as 'ns::name' (overloads folded); None when this
     torch cannot list them."""
-    import torch
-
     try:
         names = torch._C._dispatch_get_all_op_names()
     except Exception:  # noqa: BLE001 - an older torch
@@ -206,14 +204,14 @@ def _registered_ops() -> frozenset[str] | None:
 def _python_implemented(qualified: str) -> bool:
     """Whether a custom op's kernels were registered from Python (torch.library)."""
     try:
-        from torch._library import custom_ops
+        from torch._library import custom_ops  # noqa: PLC0415 -- torch._library is private: a torch without it answers from torch.library below
 
         if qualified in custom_ops.OPDEFS:
             return True
     except Exception:  # noqa: BLE001 - a torch without this registry
         pass
     try:
-        import torch.library
+        import torch.library  # noqa: PLC0415 -- a torch without torch.library: the op is not Python-implemented
 
         prefix = qualified.replace("::", "/") + "."
         return any(str(entry).startswith(prefix) or str(entry).startswith(prefix[:-1] + "/")

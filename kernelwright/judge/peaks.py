@@ -23,7 +23,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .cachedir import cache_root
 from .config import JudgeConfig
+from . import env
+from .gpulock import lock_for
 
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp64")
 PLAUSIBLE = (0.5, 1.2)  # measured / datasheet
@@ -77,8 +80,6 @@ def datasheet_peaks(device_name: str, driver: str = "") -> Peaks | None:
 
 
 def peaks_path(cache_dir: str | os.PathLike | None = None) -> Path:
-    from .cachedir import cache_root
-
     return cache_root(cache_dir) / "peaks.json"
 
 
@@ -97,9 +98,7 @@ def _read_cache(path: Path) -> dict:
 def load_peaks(device_name: str, driver: str | None = None, cache_dir=None) -> Peaks | None:
     """Measured peaks for this device and driver (default: the driver installed here), or None."""
     if driver is None:
-        from .env import driver_version
-
-        driver = driver_version()
+        driver = env.driver_version()
     entry = _read_cache(peaks_path(cache_dir)).get(_key(device_name, driver))
     try:
         return Peaks.from_dict(entry) if entry else None
@@ -120,11 +119,9 @@ def save_peaks(peaks: Peaks, cache_dir=None) -> Path:
 
 def peaks_for(device: str, cache_dir=None) -> Peaks | None:
     """Cached measured peaks, else the datasheet fallback, else None (unknown card or CPU)."""
-    from .env import device_name, driver_version
-
     if not str(device).startswith("cuda"):
         return None
-    name, driver = device_name(device), driver_version()
+    name, driver = env.device_name(device), env.driver_version()
     measured, sheet = load_peaks(name, driver, cache_dir), datasheet_peaks(name, driver)
     if measured is not None and measured.notes and sheet is not None:
         sheet.source += f" (measured peaks implausible: {'; '.join(measured.notes)})"
@@ -139,9 +136,9 @@ _PEAK_TIMING = JudgeConfig(warmup_ms=100.0, rep_ms=600.0, min_reps=10, max_reps=
 
 
 def measure_copy_gbps(device: str = "cuda", nbytes: int = COPY_BYTES) -> float:
-    import torch
+    import torch  # noqa: PLC0415 -- peaks.py is imported without torch by target.py (the search and the agents read targets) and the MCP server
 
-    from .timing import measure
+    from .timing import measure  # noqa: PLC0415 -- peaks.py is imported without torch by target.py (the search and the agents read targets) and the MCP server
 
     src = torch.randn(nbytes // 4, device=device)
     dst = torch.empty_like(src)
@@ -151,9 +148,9 @@ def measure_copy_gbps(device: str = "cuda", nbytes: int = COPY_BYTES) -> float:
 
 def measure_matmul_tflops(kind: str, device: str = "cuda", size: int | None = None) -> float:
     """TFLOP/s of one size x size x size product on random data; kind picks dtype and TF32."""
-    import torch
+    import torch  # noqa: PLC0415 -- peaks.py is imported without torch by target.py (the search and the agents read targets) and the MCP server
 
-    from .timing import measure
+    from .timing import measure  # noqa: PLC0415 -- peaks.py is imported without torch by target.py (the search and the agents read targets) and the MCP server
 
     n = size or MATMUL_SIZE[kind]
     dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
@@ -172,17 +169,16 @@ def measure_matmul_tflops(kind: str, device: str = "cuda", size: int | None = No
 
 def measure_peaks(device: str = "cuda") -> Peaks:
     """Measure copy bandwidth and every matmul dtype's rate on `device` (about a minute)."""
-    import torch
+    import torch  # noqa: PLC0415 -- peaks.py is imported without torch by target.py (the search and the agents read targets) and the MCP server
 
-    from .env import device_name, driver_version
 
     tflops = {}
     for kind in MATMUL_DTYPES:
         tflops[kind] = round(measure_matmul_tflops(kind, device), 2)
         torch.cuda.empty_cache()
     return Peaks(
-        device_name=device_name(device),
-        driver=driver_version(),
+        device_name=env.device_name(device),
+        driver=env.driver_version(),
         copy_gbps=round(measure_copy_gbps(device), 1),
         tflops=tflops,
         source="measured",
@@ -220,11 +216,8 @@ def measure_checked(device: str = "cuda", sleep=time.sleep) -> Peaks:
 def ensure_peaks(device: str = "cuda", force: bool = False, cache_dir=None) -> Peaks:
     """Cached peaks for this device, measured (alone on the device: its lock held exclusively) and
     saved when missing (or when `force`)."""
-    from .env import device_name, driver_version
-    from .gpulock import lock_for
-
     if not force:
-        cached = load_peaks(device_name(device), driver_version(), cache_dir)
+        cached = load_peaks(env.device_name(device), env.driver_version(), cache_dir)
         if cached:
             return cached
     with lock_for(device, cache_dir).exclusive():

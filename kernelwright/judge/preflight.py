@@ -13,6 +13,8 @@ import re
 import shutil
 from typing import Any
 
+from .toolchain import nvcc_path
+
 TRITON_INSTALL = "pip install 'triton>=3.0'"
 
 # (pattern over a failed verdict's texts, what to tell the user); {0} is the first group
@@ -50,7 +52,7 @@ def missing_for(backend: str, device: str = "auto") -> list[str]:
 
 
 def _missing_for_cuda(device: str) -> list[str]:
-    import torch
+    import torch  # noqa: PLC0415 -- preflight.py is imported without torch through outcome.py (the report, the batch runner's --retry-errors)
 
     problems = []
     if device == "cpu" or not torch.cuda.is_available():
@@ -66,10 +68,6 @@ def _missing_for_cuda(device: str) -> list[str]:
 
 
 def _nvcc() -> str | None:
-    try:
-        from .toolchain import nvcc_path
-    except ImportError:
-        return shutil.which("nvcc")
     return nvcc_path()
 
 

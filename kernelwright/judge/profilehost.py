@@ -23,16 +23,20 @@ Each reply carries the exit status, the output (bounded), the seconds and whethe
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import socket
+import struct
 import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from kernelwright.profile.ncu import NcuPlan, RunResult, collect_command, explain_failure, find_ncu, ncu_env, run_bounded
+from kernelwright.profile.ncu import (NcuPlan, RunResult, collect_command, explain_failure, find_ncu, ncu_env,
+                                      run_bounded)
 
 from . import launch, service
 
@@ -180,10 +184,6 @@ def split_launch_line(output: str) -> tuple[str, dict[str, Any]]:
 def loopback_up() -> str:
     """Bring `lo` up in this network namespace (a fresh one has it down): ncu reaches its target over
     TCP on the loopback. A description of the outcome."""
-    import fcntl
-    import socket
-    import struct
-
     siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:

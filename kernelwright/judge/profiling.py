@@ -19,28 +19,29 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kernelwright import profile as kwprofile  # its functions looked up when called (tests replace them)
+
+from . import service
+from .cachedir import cache_root
+from .profilehost import ServiceExecutor
+from .refprofile import add_reference
+
 
 def profile_report(problem_path, candidate_path, verdict, config, device: str) -> dict:
     """`ProfileReport.to_dict()` for the candidate, or a record ("unavailable", "failed") saying why."""
     try:
-        from kernelwright.profile import ProfileConfig, profile_candidate
-    except ImportError as exc:
-        return {"status": "unavailable", "findings": [], "notes": [f"kernelwright.profile is not importable: {exc}"]}
-    try:
-        settings = ProfileConfig(overrides=dict(verdict.overrides), shrink=False, seed=config.seed,
+        settings = kwprofile.ProfileConfig(overrides=dict(verdict.overrides), shrink=False, seed=config.seed,
                                  device="cuda" if device.startswith("cuda") else "cpu",
                                  timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
                                  python=build_cache_python(), artifacts_dir=None, cache_dir=profile_cache(config))
         executor = profile_executor()
-        report = profile_candidate(problem_path, candidate_path, settings, executor=executor,
+        report = kwprofile.profile_candidate(problem_path, candidate_path, settings, executor=executor,
                                    kernel_shares=kernel_shares(verdict, config))
     except Exception as exc:  # noqa: BLE001 -- the verdict is already made: a profile must not unmake it
         return failed_record(f"the profile stopped: {type(exc).__name__}: {exc}")
     if report.status == "ok":  # kernels with counters: they are compared with the reference's own
         try:
-            from .refprofile import add_reference
-
-            add_reference(report, problem_path, dict(verdict.overrides), config.seed, settings, profile_candidate,
+            add_reference(report, problem_path, dict(verdict.overrides), config.seed, settings, kwprofile.profile_candidate,
                           executor, python_in=build_cache_python)
         except Exception as exc:  # noqa: BLE001 -- the candidate's report stands without the reference's
             report.notes.append(f"The reference's profile could not be added: {type(exc).__name__}: {exc}")
@@ -63,8 +64,6 @@ def failed_record(why: str) -> dict:
 def profile_cache(config) -> str | None:
     """The profile's folder in the judge's cache (what ncu lists per device), or None where unknown."""
     try:
-        from .cachedir import cache_root
-
         return str(cache_root(getattr(config, "cache_dir", None)) / "profile")
     except Exception:  # noqa: BLE001 -- a cache is an optimisation
         return None
@@ -74,11 +73,8 @@ def profile_executor():
     """Under a supervisor, the profile's processes are started by it, each confined afresh with its own
     /proc entries writable (`profilehost`): a process this confined worker started could not use CUDA.
     Without one (no service), they are started here."""
-    from . import service
-
     if not service.available():
         return None
-    from .profilehost import ServiceExecutor
 
     return ServiceExecutor()
 

@@ -42,6 +42,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
+from . import cudaipc
+
 MAX_HEADER = 4 << 20
 MAX_PAYLOAD = 4 << 30  # bytes of all payloads of one frame (CPU outputs of a shrunk problem are far smaller)
 MAX_FDS = 8
@@ -129,8 +133,6 @@ def dtype_name(dtype) -> str:
 
 
 def _dtype(name: str):
-    import torch
-
     value = getattr(torch, str(name), None)
     if not isinstance(value, torch.dtype):
         raise ChannelError(f"unknown dtype {name!r}")
@@ -155,8 +157,6 @@ def describe(value, payloads: list[bytes], inputs: list | None = None, exports: 
     """The descriptor of one value to send; tensor contents that must be copied go to `payloads`.
     `inputs`: the call's inputs (an output that views one is described as such); `exports`: this
     side's exported device allocations (a CUDA tensor is sent as a place in one of them)."""
-    import torch
-
     if not isinstance(value, torch.Tensor):
         return {"kind": "value", "value": _plain(value)}
     tensor = value.detach()
@@ -191,8 +191,6 @@ def _plain(value):
 def rebuild(desc: dict[str, Any], payloads: list[bytes], arenas: list | None = None, inputs: list | None = None,
             imports: "Imports | None" = None):
     """The value a descriptor describes, on this side (see `describe`)."""
-    import torch
-
     kind = desc.get("kind")
     if kind == "value":
         return desc.get("value")
@@ -221,8 +219,6 @@ def rebuild(desc: dict[str, Any], payloads: list[bytes], arenas: list | None = N
 
 
 def _view(storage, dtype, device, offset: int, shape: list[int], stride: list[int]):
-    import torch
-
     extent = storage.nbytes() // max(torch.empty((), dtype=dtype).element_size(), 1)
     last = offset + sum((s - 1) * st for s, st in zip(shape, stride, strict=True) if s > 0)
     if any(s < 0 for s in shape) or any(st < 0 for st in stride) or offset < 0 or \
@@ -246,8 +242,6 @@ class Exports:
         self.new: list[dict[str, Any]] = []
 
     def describe(self, tensor) -> dict[str, Any]:
-        from . import cudaipc
-
         base, size = cudaipc.allocation_of(tensor.data_ptr())
         handle = cudaipc.export(base)
         key = (base, handle)
@@ -273,8 +267,6 @@ class Imports:
         self.maps: dict[int, tuple[int, int]] = {}  # id -> (mapped base, size)
 
     def add(self, handles: list[dict[str, Any]] | None) -> None:
-        from . import cudaipc
-
         for entry in handles or []:
             ident = int(entry["id"])
             if ident in self.maps:
@@ -291,8 +283,6 @@ class Imports:
             self.maps[ident] = (ptr, size)
 
     def tensor(self, desc: dict[str, Any], dtype, shape: list[int], stride: list[int]):
-        from . import cudaipc
-
         ident = int(desc["alloc"])
         if ident not in self.maps:
             raise ChannelError(f"a tensor in allocation {ident}, of which no handle was sent")
@@ -306,8 +296,6 @@ class Imports:
             raise ChannelError(str(exc)) from exc
 
     def close(self) -> None:
-        from . import cudaipc
-
         for ptr, _ in self.maps.values():
             try:
                 cudaipc.close_handle(ptr)
@@ -343,8 +331,6 @@ class Arena:
 
     def tensor(self, offset: int, like):
         """A contiguous tensor shaped like `like` at `offset` bytes into the arena."""
-        import torch
-
         data = torch.frombuffer(self.map, dtype=torch.uint8)
         count = like.numel()
         return _view(data.untyped_storage(), like.dtype, torch.device("cpu"), offset // like.element_size(),

@@ -27,6 +27,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.files import locked_beside
+from kernelwright.profile import needs, querycache, reference
+from kernelwright.profile.ncu import find_ncu
+from kernelwright.profile.report import OK, SCHEMA_VERSION, ProfileReport
+
+from .baseline import triton_version
+from .toolchain import installed_torch
 
 PROTOCOL = 1  # bump when what a reference profile measures changes in a way the key does not show
 MIN_BUDGET_S = 20.0  # a reference profile is not started with less of the candidate's profile budget left
@@ -34,13 +40,6 @@ MIN_BUDGET_S = 20.0  # a reference profile is not started with less of the candi
 
 def cache_key(problem_path, overrides: dict, seed: int, device_label: str, settings) -> dict[str, Any]:
     """Everything the reference's report depends on (`settings`: the candidate's ProfileConfig)."""
-    from kernelwright.profile import needs, querycache
-    from kernelwright.profile.ncu import find_ncu
-    from kernelwright.profile.report import SCHEMA_VERSION
-
-    from .baseline import triton_version
-    from .toolchain import installed_torch
-
     ncu = find_ncu(settings.ncu_path) or ""
     return {"problem_sha256": hashlib.sha256(Path(problem_path).read_bytes()).hexdigest(),
             "overrides": repr(sorted((overrides or {}).items())), "seed": seed, "device": device_label,
@@ -58,8 +57,6 @@ def cache_file(root: str | os.PathLike, problem_path, key: dict[str, Any]) -> Pa
 
 def read_cached(path: Path, key: dict[str, Any]):
     """The stored ProfileReport for `key`, or None (absent, another key, unreadable)."""
-    from kernelwright.profile.report import ProfileReport
-
     try:
         data = json.loads(path.read_text())
         return ProfileReport.from_dict(data["report"]) if data.get("key") == key else None
@@ -82,9 +79,6 @@ def reference_report(problem_path, key: dict[str, Any], root: str | os.PathLike,
     else collected now by `profile` (`profile_candidate`'s signature) and kept when it has counters.
     `python_in(folder)`: the interpreter the reference's processes run, made in their fresh folder (the
     judge's build-cache shim, `profiling.build_cache_python`); None: `settings.python`."""
-    from kernelwright.profile import reference
-    from kernelwright.profile.report import OK
-
     path = cache_file(root, problem_path, key)
     cached = read_cached(path, key)  # the common case: no lock needed to read a finished file
     if cached is not None:
@@ -109,8 +103,6 @@ def add_reference(report, problem_path, overrides: dict, seed: int, settings, pr
                   python_in: Callable[[Path], str] | None = None) -> None:
     """Quote the reference's profile in the candidate's `report` (a ProfileReport with counters) and
     compare them; a reference that cannot be had leaves a note and the report as it was."""
-    from kernelwright.profile import reference
-
     left = settings.budget_s - report.overhead_s.get("total", 0.0)
     if left < MIN_BUDGET_S:
         report.notes.append(f"The reference was not profiled: {left:.0f} s of the profile's budget were left.")

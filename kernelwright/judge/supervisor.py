@@ -49,6 +49,9 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+import faulthandler
+import socket
+import tempfile
 
 from kernelwright.files import atomic_write
 
@@ -117,7 +120,7 @@ class Supervisor:
     # ------------------------------------------------------------------ preparation
 
     def prepare(self) -> None:
-        from .gpulock import lock_folder
+        from .gpulock import lock_folder  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         for folder in (self.trusted / "tmp", self.trusted / "home", self.cache / "torch_extensions",
                        self.cache / "baselines", lock_folder("cpu", self.cache), lock_folder("cuda")):
@@ -127,7 +130,7 @@ class Supervisor:
                 self.record.notes.append(f"cannot create {folder}: {exc}")
         _ensure_uvm_device()
         if self.config.profile:
-            from .profilehost import loopback_up
+            from .profilehost import loopback_up  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
             self.record.network = loopback_up()
         if self.request.problem_source is not None and not self.request.problem_path:
@@ -137,7 +140,7 @@ class Supervisor:
         self.prepare_runner()
         self.record.subreaper = proctree.become_subreaper()  # before the MPS daemon forks away
         if self.phase == "evaluate" and _gpu_expected(self.config) and self.config.mps:
-            from . import mps
+            from . import mps  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
             self.mps = mps.start(self.trusted / "mps")
             self.record.mps = "active" if self.mps.active else self.mps.note
@@ -160,7 +163,7 @@ class Supervisor:
         candidate.write_text(text)
         self.runner_candidate = candidate
         if self.request.sweep:  # a sweep's instances: outside the runner's folder, so it cannot rewrite the next
-            from .sweep import write_instances
+            from .sweep import write_instances  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
             write_instances(self.scratch, self.request.sweep)
         if self.request.problem_path:
@@ -203,7 +206,6 @@ class Supervisor:
         the shared caches (only trusted processes write them) and a temporary folder of its own."""
         os.environ.update(trusted_cache_env(self.cache, self.trusted))
         os.environ.pop(service.ENV_VAR, None)
-        import tempfile
 
         tempfile.tempdir = None
 
@@ -211,8 +213,6 @@ class Supervisor:
 
     def start_processes(self, server: service.Server | None) -> None:
         """Fork the runner, then the checker, joined by the call channel (a socket pair)."""
-        import socket
-
         checker_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.runner_pid, self.record.confinement = self._fork(
             lambda fd: self._runner_child(server, runner_end, checker_end, fd))
@@ -250,7 +250,7 @@ class Supervisor:
         for name in SUPERVISOR_ONLY:
             os.environ.pop(name, None)
         if self.mps is not None:
-            from .mps import client_env
+            from .mps import client_env  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
             os.environ.update(client_env(self.mps))
 
@@ -273,20 +273,19 @@ class Supervisor:
                            "TORCH_EXTENSIONS_DIR": str(caches / "torch_extensions"),
                            "TORCHINDUCTOR_CACHE_DIR": str(caches / "inductor"), "CUDA_CACHE_PATH": str(caches / "nv")})
         os.chdir(self.runner)
-        import tempfile
 
         tempfile.tempdir = None
         report = self._confine(self.runner_writable(), hidden=self.runner_hidden(), scope_signals=True)
         os.write(report_fd, json.dumps(report).encode())
         os.close(report_fd)
-        from .runner.main import serve
+        from .runner.main import serve  # noqa: PLC0415 -- in the runner child only, after its confinement: runner.main brings torch, which the supervisor never imports
 
         return serve(sock.detach())
 
     def _checker_child(self, server: service.Server | None, sock, report_fd: int) -> int:
         """The judge's process: the runner's pid and channel, the token, confined (it may stop and
         continue the runner), then `checker.main`."""
-        from .checker import main as checker
+        from .checker import main as checker  # noqa: PLC0415 -- in the checker child only: the checker's modules are never in the runner's process, forked from this one
 
         self._child_setup(server, service_ok=True)
         if os.getppid() != self.pid:
@@ -304,7 +303,7 @@ class Supervisor:
         return checker.main([str(self.request_path), "--phase", self.phase])
 
     def _confine(self, writable: list[Path], hidden: list[Path] = (), scope_signals: bool = True) -> dict[str, Any]:
-        from .confine import ConfinementReport, confine
+        from .confine import ConfinementReport, confine  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         if not self.config.confine:
             ctypes.CDLL(ctypes.util.find_library("c") or None).prctl(38, 1, 0, 0, 0)  # no_new_privs: marks its processes
@@ -433,7 +432,7 @@ class Supervisor:
         """The profile's processes, started here so each is confined afresh (`profilehost`)."""
         with self._lock:
             if self._profile_host is None:
-                from .profilehost import ProfileHost
+                from .profilehost import ProfileHost  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
                 if not self.config.profile:
                     return {"error": "this evaluation does not profile"}
@@ -448,7 +447,7 @@ class Supervisor:
                 self.record.launched.append(entry)
 
     def _build(self, message: dict[str, Any]) -> dict[str, Any]:
-        from .buildservice import serve_build
+        from .buildservice import serve_build  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         reply = serve_build(message, self.cache, timeout_s=self.config.compile_timeout_s,
                             readable=self.scratch, on_start=self._helper_started)
@@ -477,7 +476,7 @@ class Supervisor:
     def _references(self, message: dict[str, Any]) -> dict[str, Any]:
         """The reference store's verified entry for the worker's key fields (`refstore`); asked once,
         before the seal: the fields come from the worker before any candidate code ran."""
-        from . import refstore
+        from . import refstore  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         with self._lock:
             if self.phase != "evaluate" or self.sealed is not None or self.reference_key is not None:
@@ -493,7 +492,7 @@ class Supervisor:
     def _store_references(self, message: dict[str, Any]) -> dict[str, Any]:
         """Publish the worker's freshly computed references under the key of its lookup; once, and
         only before the seal (no candidate code has run in the worker)."""
-        from . import refstore
+        from . import refstore  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         with self._lock:
             if self.sealed is not None or self.reference_key is None or self.record.references.get("offered"):
@@ -507,7 +506,7 @@ class Supervisor:
 
     def _judge_kernels(self, message: dict[str, Any]) -> dict[str, Any]:
         """The shared folder of the judge's compiled kernels (`judgekernels`), to read before the seal."""
-        from .judgekernels import shared_folder
+        from .judgekernels import shared_folder  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         with self._lock:
             if self.sealed is not None:
@@ -517,7 +516,7 @@ class Supervisor:
     def _store_judge_kernels(self, message: dict[str, Any]) -> dict[str, Any]:
         """Publish the judge's kernels the worker compiled; once, and only before the seal (no
         candidate code has run in the worker)."""
-        from .judgekernels import publish
+        from .judgekernels import publish  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         with self._lock:
             if self.sealed is not None or "judge_kernels" in self.record.seconds:
@@ -530,14 +529,14 @@ class Supervisor:
         return reply
 
     def _baselines(self, message: dict[str, Any]) -> dict[str, Any]:
-        from .baseline import get_baselines
+        from .baseline import get_baselines  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         if self.sealed is None:
             return {"error": "no baseline parameters were given before the candidate was loaded"}
         self.kill_candidate_processes()  # measured with no candidate process left
         if self.runner_pid and self.record.runner_status is None:
             return {"error": "the candidate's process could not be ended before the baselines"}
-        from .trusted import stat_matches
+        from .trusted import stat_matches  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         params = self.sealed
         label = device_label(params["device"], params["device_name"])
@@ -554,7 +553,7 @@ class Supervisor:
         return {"baselines": asdict(result)}
 
     def _make_lock(self, message: dict[str, Any]) -> dict[str, Any]:
-        from .gpulock import lock_folder
+        from .gpulock import lock_folder  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         folder, key = Path(str(message.get("folder"))), str(message.get("key"))
         allowed = {lock_folder("cuda").resolve(), lock_folder("cpu", self.cache).resolve()}
@@ -572,7 +571,7 @@ class Supervisor:
         atomic_write(path, json.dumps(asdict(self.record), indent=1))
 
     def run(self) -> int:
-        from .stagetimes import process_age_s
+        from .stagetimes import process_age_s  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
         self.record.seconds["startup"] = round(process_age_s() or 0.0, 4)  # interpreter and imports
         _die_with_parent(signal.SIGTERM)
@@ -597,7 +596,7 @@ class Supervisor:
         self.kill_candidate_processes()
         self.clean_up()
         if self.mps is not None:
-            from . import mps
+            from . import mps  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
             mps.stop(self.mps)
         self.write_report()
@@ -625,8 +624,6 @@ def _stack_dumps(every: str) -> None:
     except ValueError:
         return
     if seconds > 0:
-        import faulthandler
-
         faulthandler.dump_traceback_later(seconds, repeat=True, file=sys.stderr)
 
 
@@ -681,7 +678,7 @@ def device_label(device: str, sealed_name: str) -> str:
     """The device name baselines are keyed by (`env.device_name`'s), found here without torch: the
     processor for the CPU; for a GPU nvidia-smi's name of the visible device, else the name the
     worker sealed before any candidate code ran."""
-    from .env import device_name_without_torch
+    from .env import device_name_without_torch  # noqa: PLC0415 -- the runner is forked from this process: what the supervisor imports at its top is in the candidate's process too (RUNNER_REACHES)
 
     return device_name_without_torch(device) or (sealed_name if str(device).startswith("cuda") else "")
 

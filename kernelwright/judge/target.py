@@ -15,12 +15,20 @@ search reads it anywhere.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import importlib
+import inspect
 import json
 import os
+import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..files import atomic_write
+from .env import driver_version, environment
+from .peaks import datasheet_peaks, ensure_peaks, peaks_for
 
 DEVICE_FILE = "device.json"
 KINDS = ("cuda", "cpu")
@@ -120,8 +128,6 @@ class TargetError(ValueError):
 
 def known_target(name: str) -> Target:
     """A known card's facts; its peaks are datasheet values, marked so, until measured."""
-    from .peaks import datasheet_peaks
-
     key = name.strip().lower()
     for short, (facts, card) in KNOWN.items():
         if short in key:
@@ -134,8 +140,6 @@ def known_target(name: str) -> Target:
 
 def cpu_target(interpreter: bool = True) -> Target:
     """The CPU as a target: correctness only, times are CPU wall time."""
-    import platform
-
     return Target(kind="cpu", name=f"cpu:{platform.processor() or platform.machine()}", interpreter=interpreter,
                   software={"python": platform.python_version()}, source="this machine")
 
@@ -169,9 +173,8 @@ def read_device_file(folder: str | os.PathLike) -> Target | None:
 
 def detect_target(device: str = "auto", measure_peaks: bool = False) -> Target:
     """The device the judge would use here: GPU properties and peaks, or the CPU."""
-    import torch
+    import torch  # noqa: PLC0415 -- target.py is stdlib-only at import: the search and the agents read targets (docs/architecture.md)
 
-    from .env import driver_version, environment
 
     use_cuda = torch.cuda.is_available() and device != "cpu"
     if not use_cuda:
@@ -225,8 +228,8 @@ def probe_triton_features(tl: Any = None, ir: Any = None) -> dict[str, bool]:
     missing (the API it reads is not there)."""
     if tl is None:
         try:
-            import triton.language as tl
-            from triton._C.libtriton import ir
+            import triton.language as tl  # noqa: PLC0415 -- target.py is stdlib-only at import: the search and the agents read targets (docs/architecture.md)
+            from triton._C.libtriton import ir  # noqa: PLC0415 -- target.py is stdlib-only at import: the search and the agents read targets (docs/architecture.md)
         except Exception:  # noqa: BLE001 - no (working) Triton: nothing to say about its features
             return {}
     found = {}
@@ -239,14 +242,10 @@ def probe_triton_features(tl: Any = None, ir: Any = None) -> dict[str, bool]:
 
 
 def _has_param(fn: Any, name: str) -> bool:
-    import inspect
-
     return name in inspect.signature(fn).parameters
 
 
 def _imports(module: str) -> bool:
-    import importlib
-
     try:
         importlib.import_module(module)
     except ImportError:
@@ -262,8 +261,6 @@ def _known_facts(name: str) -> dict[str, Any]:
 
 
 def _peaks(device: str, measure: bool):
-    from .peaks import ensure_peaks, peaks_for
-
     try:
         return ensure_peaks(device) if measure else peaks_for(device)
     except Exception:  # noqa: BLE001 - no peaks is a missing fact, not a failed target
@@ -281,8 +278,6 @@ def write_device_file(folder: str | os.PathLike, device: str = "auto", measure_p
     file already describes this device with the measured peaks the judge's floors use now (the
     peaks cache, `peaks.peaks_for`): peaks measured again since (implausible ones are) are written
     over the old, so the prompt's floor and the verdicts' come from one record."""
-    from ..files import atomic_write
-
     folder = Path(folder)
     path = folder / DEVICE_FILE
     target = detect_target(device, measure_peaks=False)
@@ -303,8 +298,6 @@ def write_device_file(folder: str | os.PathLike, device: str = "auto", measure_p
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m kernelwright.judge.target DIR`: record this machine's device in DIR/device.json."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m kernelwright.judge.target", description=main.__doc__)
     parser.add_argument("folder", type=Path)
     parser.add_argument("--device", default="auto", help="auto, cuda, cuda:N or cpu")

@@ -52,7 +52,7 @@ class Timed:
 
 def timing_inputs(problem, config: JudgeConfig, device: str) -> list:
     """The inputs a candidate and its baselines are timed on."""
-    from .check import make_inputs
+    from .check import make_inputs  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
     return make_inputs(problem, config.seed, "given", device)
 
@@ -64,14 +64,14 @@ class TimedCall:
     find the same things in the cache."""
 
     def __init__(self, call: Callable[[], object], inputs: list):
-        import torch
+        import torch  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
         self.call = call
         self.buffers = [x for x in inputs if isinstance(x, torch.Tensor)]
         self.pristine = [x.detach().clone() for x in self.buffers]
 
     def refill(self) -> None:
-        import torch
+        import torch  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
         with torch.no_grad():
             for buffer, value in zip(self.buffers, self.pristine, strict=True):
@@ -86,7 +86,7 @@ def model_call(model, inputs: list, runner, seed: int) -> TimedCall:
     says the backward pass is part of the work. Building the backward call runs one forward."""
     if runner is not None:
         return TimedCall(runner.timed_call(model, inputs, seed), inputs)
-    import torch
+    import torch  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
     def call():
         with torch.no_grad():

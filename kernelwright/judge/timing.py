@@ -28,9 +28,11 @@ from typing import Callable
 
 import torch
 
+from kernelwright.profile.energy import EnergyMeter
+
 from .checks import check_flag
 from .config import JudgeConfig
-from .verdict import REJECT, WARN, INFO, Flag, TimingStats
+from .verdict import INFO, REJECT, WARN, Flag, TimingStats
 
 
 def _capture() -> dict[str, object]:
@@ -319,10 +321,6 @@ def open_energy_meter(config: JudgeConfig, device: str):
     Call it before taking the device lock: opening the driver needs no exclusive device."""
     if not str(device).startswith("cuda") or config.energy_ms <= 0:
         return None
-    try:
-        from kernelwright.profile.energy import EnergyMeter
-    except ImportError:
-        return None  # energy_per_call says why
     return EnergyMeter(torch.device(device).index or 0).prepare()
 
 
@@ -339,10 +337,6 @@ def energy_per_call(fn: Callable[[], object], config: JudgeConfig, device: str, 
         return {"available": False, "reason": "CPU run: GPU energy is not measured"}
     if config.energy_ms <= 0:
         return {"available": False, "reason": "switched off (energy_ms = 0)"}
-    try:
-        from kernelwright.profile.energy import EnergyMeter
-    except ImportError as exc:
-        return {"available": False, "reason": f"kernelwright.profile.energy is not importable: {exc}"}
     dev = torch.device(device)
     meter = meter if meter is not None else EnergyMeter(dev.index or 0)
     clock = _CudaClock(dev)

@@ -9,7 +9,9 @@ asking nvcc for its version costs a process start. Imports only the stdlib and `
 """
 from __future__ import annotations
 
+import ctypes
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -122,8 +124,6 @@ def driver_version() -> str:
 
 
 def _libcuda_version() -> str:
-    import ctypes
-
     lib = ctypes.CDLL("libcuda.so.1")
     version = ctypes.c_int()
     if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
@@ -174,8 +174,6 @@ def toolchain() -> dict[str, str]:
 def installed_torch() -> dict[str, Any]:
     """`torch.version`'s constants (`__version__`, `cuda`, ...), read from its file without importing
     torch (a few milliseconds instead of seconds); from torch itself when the file is not there."""
-    import importlib.util
-
     try:
         spec = importlib.util.find_spec("torch")
         folder = Path(list(spec.submodule_search_locations)[0])
@@ -183,7 +181,7 @@ def installed_torch() -> dict[str, Any]:
         exec(compile((folder / "version.py").read_text(), str(folder / "version.py"), "exec"), namespace)
         return {k: v for k, v in namespace.items() if k in ("__version__", "cuda", "hip", "git_version")}
     except Exception:  # noqa: BLE001 - an unusual install: ask torch
-        import torch
+        import torch  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
         return {"__version__": torch.__version__, "cuda": torch.version.cuda}
 
@@ -203,7 +201,7 @@ def current_arch_list() -> str:
     if env and env != "native":
         return env
     try:
-        import torch
+        import torch  # noqa: PLC0415 -- the supervisor imports this module and never imports torch or triton (judge/supervisor.py)
 
         caps = [torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())]
     except Exception:  # noqa: BLE001 - no driver, CUDA hidden: nothing to ask

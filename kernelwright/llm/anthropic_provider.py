@@ -13,7 +13,7 @@ class AnthropicProvider(SDKProvider):
     name = "anthropic"
 
     def _sdk(self):
-        import anthropic
+        import anthropic  # noqa: PLC0415 -- the SDK is heavy to import (pydantic models): loaded when the first client is made, not when a spec is parsed
 
         return anthropic
 

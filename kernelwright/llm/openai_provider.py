@@ -15,7 +15,7 @@ class OpenAIProvider(SDKProvider):
     name = "openai"
 
     def _sdk(self):
-        import openai
+        import openai  # noqa: PLC0415 -- the SDK is heavy to import (pydantic models): loaded when the first client is made, not when a spec is parsed
 
         return openai
 

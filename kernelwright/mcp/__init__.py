@@ -14,6 +14,8 @@ The MCP SDK (`pip install "kernelwright[mcp]"`) is needed by `tools`, `resources
 only.
 """
 
+import importlib.util
+
 SDK_REQUIREMENT = "mcp>=2.3,<3"
 INSTALL_HINT = ('kernelwright mcp needs the MCP Python SDK (' + SDK_REQUIREMENT + '): '
                 'pip install "kernelwright[mcp]"')
@@ -21,8 +23,6 @@ INSTALL_HINT = ('kernelwright mcp needs the MCP Python SDK (' + SDK_REQUIREMENT 
 
 def sdk_available() -> bool:
     """Whether an MCP SDK with `MCPServer` (mcp 2.x) is importable, without importing it."""
-    import importlib.util
-
     try:
         return importlib.util.find_spec("mcp.server.mcpserver") is not None
     except ImportError:  # no `mcp` package at all

@@ -20,7 +20,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from kernelwright.judge import JudgeConfig
 from kernelwright.judge.api import PACKAGE_ROOT
+from kernelwright.judge.baseline import get_baselines
+from kernelwright.judge.env import environment
+from kernelwright.judge.peaks import peaks_for
+from kernelwright.judge.sandbox import network_prefix
+from kernelwright.problem import load_problem
 
 
 class JobError(RuntimeError):
@@ -48,11 +54,8 @@ def run_job(args: list[str], timeout_s: float, cwd: Path) -> dict[str, Any]:
 
 def device_info() -> dict[str, Any]:
     """What the judge would run on here: the device, its measured (or datasheet) peaks, the tools."""
-    import torch
+    import torch  # noqa: PLC0415 -- the server imports this module for the parent's half and stays free of torch (module docstring): torch only in the child
 
-    from kernelwright.judge.env import environment
-    from kernelwright.judge.peaks import peaks_for
-    from kernelwright.judge.sandbox import network_prefix
 
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
@@ -71,11 +74,8 @@ def device_info() -> dict[str, Any]:
 
 def baseline(problem: str, sizes: dict[str, Any], device: str) -> dict[str, Any]:
     """Eager (and, on a GPU, torch.compile) times of the reference at the sizes a verdict would use."""
-    import torch
+    import torch  # noqa: PLC0415 -- the server imports this module for the parent's half and stays free of torch (module docstring): torch only in the child
 
-    from kernelwright.judge import JudgeConfig
-    from kernelwright.judge.baseline import get_baselines
-    from kernelwright.problem import load_problem
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

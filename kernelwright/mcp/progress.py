@@ -17,6 +17,8 @@ from typing import Any, Callable
 import anyio
 import anyio.to_thread
 
+from kernelwright.judge.api import StageClock
+
 log = logging.getLogger(__name__)
 INTERVAL_S = 1.0
 
@@ -81,7 +83,6 @@ class JudgeStages:
             found = sorted(self.root.glob("kw-judge-*/progress"))
             if not found:
                 return "judge: starting the sandboxed worker"
-            from kernelwright.judge.api import StageClock
 
             self.clock = StageClock(found[0], self.config)
         self.clock.refresh()

@@ -15,7 +15,10 @@ import functools
 import json
 from typing import Any, Callable
 
+from mcp.server.mcpserver import ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+from kernelwright.store import RunStore
 
 from .runs import read_store
 from .summaries import trim, verdict_summary
@@ -49,7 +52,7 @@ class Resources:
 
     def problems(self, suite: str) -> str:
         """Problem files of a suite: a folder of problem files, or a .txt list of them."""
-        from kernelwright.cli.optimize_cmd import suite_problems
+        from kernelwright.cli.optimize_cmd import suite_problems  # noqa: PLC0415 -- cli.optimize_cmd pulls the search, agents and jinja2 (0.4 s) into the server's start: loaded when a suite is listed
 
         target = self.ws.folder(suite, "suite")
         found = suite_problems(target)
@@ -129,16 +132,12 @@ class Resources:
         return stored
 
     def _asks(self, run: str) -> list[dict[str, Any]]:
-        from kernelwright.store import RunStore
-
         with RunStore.in_dir(self.ws.run_dir(run), create=False) as store:
             return store.asks(store.run()["id"])
 
 
 def register(server, resources: Resources) -> None:
     """Add every resource above to an MCPServer."""
-    from mcp.server.mcpserver import ResourceSecurity
-
     own_checks = ResourceSecurity(exempt_params={"suite"})  # workspace confinement applies instead
     entries = [
         ("kernelwright://problems/{+suite}", resources.problems, JSON, own_checks),

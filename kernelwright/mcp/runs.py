@@ -21,6 +21,9 @@ from typing import Any
 
 from kernelwright.exits import MEANING
 from kernelwright.judge.api import PACKAGE_ROOT
+from kernelwright.llm.errors import ConfigError
+from kernelwright.llm.spec import parse_spec
+from kernelwright.store import RunStore, StoreError
 
 from .summaries import trim, verdict_summary
 from .validation import BAD_VALUE, CONFLICT, Limits, ToolInputError, choice, integer, text
@@ -42,8 +45,6 @@ def llm_spec(ws: Workspace, value: str | None) -> str | None:
     spec = text(value, "llm", ws.limits.spec_chars).strip()
     if spec == "exchange":
         return spec
-    from kernelwright.llm.errors import ConfigError
-    from kernelwright.llm.spec import parse_spec
 
     try:
         parsed = parse_spec(spec)
@@ -59,7 +60,7 @@ def llm_spec(ws: Workspace, value: str | None) -> str | None:
 def size_settings(sizes: dict[str, Any]) -> list[str]:
     """`--set NAME=VALUE` for problem sizes; names of search settings are refused (they would
     change the search, not the problem)."""
-    from kernelwright.search.settings import names
+    from kernelwright.search.settings import names  # noqa: PLC0415 -- search/ (agents, jinja2: 0.25 s) stays out of the server's start: optimize runs are CLI subprocesses
 
     taken = set(names())
     args = []
@@ -84,7 +85,7 @@ class RunManager:
     # ---- start and resume --------------------------------------------------------------------
 
     def start(self, problem: Path, budget: int, llm: str | None, backend: str, sizes: dict[str, Any]) -> dict:
-        from kernelwright.search.drivers.session import new_run_id
+        from kernelwright.search.drivers.session import new_run_id  # noqa: PLC0415 -- search/ (agents, jinja2: 0.25 s) stays out of the server's start: optimize runs are CLI subprocesses
 
         integer(budget, "budget", 1, self.limits.max_budget)
         choice(backend, "backend", BACKENDS)
@@ -210,8 +211,6 @@ class RunManager:
 
 
 def read_store(run_dir: Path) -> dict[str, Any] | None:
-    from kernelwright.store import RunStore, StoreError
-
     if not (run_dir / RUN_DB).is_file():
         return None
     try:

@@ -18,6 +18,8 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 
+from kernelwright import __version__
+
 from . import resources as resource_module
 from .tools import READ_ONLY, TOOL_NAMES, Tools, answers, refused
 from .validation import BAD_VALUE, NOT_FOUND, ToolInputError
@@ -55,8 +57,6 @@ class KernelwrightServer(MCPServer):
 
 def build_server(ws: Workspace) -> MCPServer:
     """An MCPServer whose tools and resources work on `ws`."""
-    from kernelwright import __version__
-
     server = KernelwrightServer("kernelwright", title="kernelwright", version=__version__,
                                 instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(ws)

@@ -27,6 +27,13 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
+from kernelwright.cli.skills_cmd import DEFAULT_USER_DIR
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.api import judge
+from kernelwright.judge.request import SourceText
+from kernelwright.memory import Conditions, SkillLibrary
+from kernelwright.memory.skills import OP_KINDS
+
 from . import validation as check
 from .jobs import JobError, run_job
 from .progress import JudgeStages, run_blocking
@@ -152,8 +159,6 @@ class Tools:
 
     def _config(self, rules: str | None = None, trials: int | None = None, sizes: dict | None = None,
                 time: bool = True, profile: bool = False):
-        from kernelwright.judge import JudgeConfig
-
         values: dict[str, Any] = {"overrides": check.sizes(sizes, self.ws.limits), "time": bool(time),
                                   "profile": profile}
         if trials is not None:
@@ -170,9 +175,6 @@ class Tools:
 
     async def _judge(self, ctx: Context, problem: Path, code: str, config) -> dict[str, Any]:
         """The verdict (as a dict) of one sandboxed judge run; progress names the worker's stage."""
-        from kernelwright.judge.request import SourceText
-        from kernelwright.judge.api import judge
-
         scratch = Path(tempfile.mkdtemp(prefix="kw-mcp-"))
         try:
             work = functools.partial(judge, problem, SourceText(code, name="candidate"), config, scratch_root=scratch)
@@ -185,9 +187,6 @@ class Tools:
 
     def library(self):
         if self._skills is None:
-            from kernelwright.cli.skills_cmd import DEFAULT_USER_DIR
-            from kernelwright.memory import SkillLibrary
-
             folders = [DEFAULT_USER_DIR] if DEFAULT_USER_DIR.is_dir() else []
             self._skills = SkillLibrary.load(folders, encoder=None)
         return self._skills
@@ -205,9 +204,6 @@ class Tools:
         steps, pitfalls, an example) by BM25 over the query, filtered by op kinds, bottleneck and
         backend. Returns the best matches with name, title, conditions, tags and the "When" section;
         read one whole with `skill`. Only reviewed (trusted) skills are returned."""
-        from kernelwright.memory import Conditions
-        from kernelwright.memory.skills import OP_KINDS
-
         words = check.text(query, "query", self.ws.limits.query_chars, allow_empty=True)
         kinds = check.string_list(op_kinds, "op_kinds", OP_KINDS)
         limit = check.integer(k, "k", 1, self.ws.limits.max_results)

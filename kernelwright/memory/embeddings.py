@@ -23,7 +23,7 @@ def local_encoder() -> Callable[[list[str]], Sequence[Sequence[float]]] | None:
         return None
     try:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # belt and braces: never reach the network
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415 -- sentence-transformers is optional (not a dependency) and heavy (torch models): BM25 alone without it
 
         model = SentenceTransformer(envvars.get(MODEL_ENV) or DEFAULT_MODEL, local_files_only=True)
     except Exception:  # noqa: BLE001 -- no model cached, an old library, a broken install: BM25 it is

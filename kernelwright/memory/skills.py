@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import yaml
 
 from kernelwright.memory.bm25 import BM25Index, tokenize
+from kernelwright.memory.embeddings import cosine, local_encoder
 
 OP_KINDS = frozenset(
     {"matmul", "conv", "conv_transpose", "softmax", "norm", "reduction", "elementwise", "pool",
@@ -282,8 +283,6 @@ class SkillLibrary:
                 raise SkillFormatError(f"{folder}: skill folder does not exist")
             skills.extend(load_skill(p) for p in sorted(folder.glob("*.md")))
         if encoder == "auto":
-            from kernelwright.memory.embeddings import local_encoder
-
             encoder = local_encoder()
         return cls(skills, encoder=encoder)
 
@@ -331,8 +330,6 @@ class SkillLibrary:
 
     def _fuse_with_embeddings(self, query: str, ranked: list[int]) -> list[int]:
         """Reciprocal rank fusion of BM25 order and cosine order (k=60, the usual constant)."""
-        from kernelwright.memory.embeddings import cosine
-
         try:
             if self._vectors is None:
                 self._vectors = [list(v) for v in self.encoder([s.search_text() for s in self.skills])]

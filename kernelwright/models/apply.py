@@ -23,10 +23,15 @@ from pathlib import Path
 
 import torch
 
+from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.timing import measure  # at import: its clocks are captured before any candidate loads
+from kernelwright.problem import ProblemError, load_candidate, load_problem
+
 from .extract import resolve_device, to_device
 from .patch import CandidateCallError, RegionError, Replacement, make_adapter, patched_copy
 from .results import BestCandidate, best_candidates
 from .spec import BuiltModel, absolute_spec, build_model
+from .verify import compare_steps, step_callable, step_tensors
 
 
 @dataclass
@@ -83,8 +88,6 @@ def fresh_inputs(built: BuiltModel, seed: int) -> tuple[tuple, dict]:
 
 def load_region(best: BestCandidate, model: torch.nn.Module, outcome: RegionOutcome) -> list[Replacement]:
     """The region's replacements, one per instance; RegionError when any cannot be made."""
-    from kernelwright.problem import ProblemError, load_candidate, load_problem
-
     try:
         problem = load_problem(best.problem)
     except ProblemError as exc:
@@ -112,8 +115,6 @@ def load_region(best: BestCandidate, model: torch.nn.Module, outcome: RegionOutc
 
 def judge_config(bests: list[BestCandidate]):
     """The tolerances the runs were judged with (the first run that recorded its settings)."""
-    from kernelwright.judge.config import JudgeConfig
-
     for best in bests:
         if best.judge:
             try:
@@ -130,8 +131,6 @@ def _renames(replacements: list[Replacement]) -> dict[str, str]:
 
 def verify(original, patched, built: BuiltModel, replacements, config, device: str, backward: bool, trials: int,
            report: ApplyReport) -> None:
-    from .verify import compare_steps, step_tensors
-
     rename = _renames(replacements)
     report.correct, report.max_abs_err = True, 0.0
     for trial in range(trials):
@@ -147,10 +146,6 @@ def verify(original, patched, built: BuiltModel, replacements, config, device: s
 
 
 def time_step(model, built: BuiltModel, config, device: str, backward: bool):
-    from kernelwright.judge.timing import measure
-
-    from .verify import step_callable
-
     args, kwargs = fresh_inputs(built, config.seed)
     stats, _ = measure(step_callable(model, args, kwargs, backward, config.seed), config, device)
     return stats
@@ -165,8 +160,6 @@ def apply_candidates(spec: str, target: str | Path, inputs_spec: str | None = No
 def apply_bests(spec: str, bests: list[BestCandidate], inputs_spec: str | None = None, backward: bool = False,
                 device: str = "auto", trials: int = 3, time: bool = True):
     """(ApplyReport, the patched model): see the module docstring."""
-    import kernelwright.judge.timing  # noqa: F401 -- its clocks are captured before any candidate loads
-
     spec, inputs_spec = absolute_spec(spec), absolute_spec(inputs_spec) if inputs_spec else None
     device = resolve_device(device)
     built = to_device(build_model(spec, inputs_spec), device)

@@ -20,6 +20,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from .calls import RANGE_PREFIX, ModuleCall, CallRecorder
 
@@ -69,8 +71,6 @@ def _event_time(event, clock: str) -> float:
 def _on_host(event) -> bool:
     """A CPU-side event: with CUDA activity a range also appears on the device timeline (a
     `gpu_user_annotation` of the same name), which would count its time twice."""
-    from torch.autograd import DeviceType
-
     return getattr(event, "device_type", DeviceType.CPU) == DeviceType.CPU
 
 
@@ -109,8 +109,6 @@ def profile_step(model: torch.nn.Module, args: tuple, kwargs: dict, backward: bo
                  warmup: int = 2, repeat: int = 3, seed: int = 0) -> StepProfile:
     """Run warmup + repeat steps of the model (forward, and backward with fixed output gradients)
     with the call recorder on; profile the last `repeat`."""
-    from torch.profiler import ProfilerActivity, profile, record_function
-
     clock = "cuda" if device.startswith("cuda") else "cpu"
     grads: list[torch.Tensor] = []
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelwright.report.collect import collect_problem, level_of
+from kernelwright.store import RunStore, StoreError
+from kernelwright.store.suite import find_runs
+
 
 @dataclass
 class BestCandidate:
@@ -22,10 +26,6 @@ class BestCandidate:
 
 def best_candidates(target: str | Path) -> list[BestCandidate]:
     """One entry per run under `target` (a run folder, a suite folder or a workspace)."""
-    from kernelwright.report.collect import collect_problem, level_of
-    from kernelwright.store import RunStore, StoreError
-    from kernelwright.store.suite import find_runs
-
     found, _ = find_runs(target)
     out = []
     for item in found:

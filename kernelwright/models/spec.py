@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 
 class ModelSpecError(ValueError):
     """A MODEL_SPEC that cannot be loaded or whose callable breaks the contract; the message says why."""
@@ -102,8 +104,6 @@ def split_inputs(inputs: Any) -> tuple[tuple, dict]:
 
 def build_model(spec: str, inputs_spec: str | None = None, search_path: tuple[str, ...] = ()) -> BuiltModel:
     """Call the spec (and the inputs spec) and check the contract."""
-    import torch
-
     result = _call(spec, "the model callable", search_path)
     if inputs_spec:
         model = result[0] if isinstance(result, tuple) else result

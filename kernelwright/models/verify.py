@@ -6,6 +6,8 @@ from typing import Callable
 
 import torch
 
+from kernelwright.judge.check import compare_tensor
+
 from .attribution import flat_tensors
 
 GRAD_SEED_OFFSET = 7919  # output gradients draw apart from the inputs' stream (as judge/grad.py)
@@ -52,8 +54,6 @@ def step_tensors(model: torch.nn.Module, args: tuple, kwargs: dict, seed: int, b
 
 def compare_steps(got: dict[str, torch.Tensor], expected: dict[str, torch.Tensor], config, device: str):
     """(all within the judge's tolerances, the first mismatch's message, the largest absolute error)."""
-    from kernelwright.judge.check import compare_tensor
-
     worst = 0.0
     for name, ref in expected.items():
         if name not in got:

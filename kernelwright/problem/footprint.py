@@ -46,7 +46,7 @@ def tensor_bytes(obj: Any) -> int:
 
 def measure(problem) -> Footprint:
     """The Footprint of one timed call of `problem` (a loaded Problem); see the module docstring."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from torch.utils.flop_counter import FlopCounterMode  # noqa: PLC0415 -- torch.utils.flop_counter imports triton (0.4 s): paid only when flops are counted
 
     backward, grad_inputs, _ = declared_work(problem.module)
     with torch.device("meta"), _skip_triton_on_meta():

@@ -204,13 +204,13 @@ class TritonLaunchRecorder:
 def launch_classes() -> list[type]:
     classes = []
     try:
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.jit import JITFunction  # noqa: PLC0415 -- triton may be missing or broken (CUDA-less installs): then there is nothing to record
 
         classes.append(JITFunction)
     except Exception:  # noqa: BLE001 - no (working) triton: nothing to record
         return classes
     try:
-        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.interpreter import InterpretedFunction  # noqa: PLC0415 -- an older triton has no interpreter class
 
         classes.append(InterpretedFunction)
     except Exception:  # noqa: BLE001 - older triton without the interpreter class

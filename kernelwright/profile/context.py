@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .executor import LocalExecutor
 from .hot import MAX_LAUNCHES, SelectionLimits
 from .hotspots import HotSpot
 from .report import ProfileReport
@@ -64,8 +65,6 @@ class ProfileRun:
 
     def __init__(self, config: ProfileConfig, work: Path, report: ProfileReport, problem: Path, candidate: Path,
                  executor=None):
-        from .executor import LocalExecutor
-
         self.config, self.work, self.report = config, work, report
         self.executor = executor or LocalExecutor()  # starts the candidate's runs and ncu (`executor.py`)
         self.problem, self.candidate = problem, candidate

@@ -125,7 +125,7 @@ def nvml_device_id(torch_index: int = 0) -> str | int:
 
 
 def _nvml_handle(torch_index: int):
-    import pynvml  # the nvidia-ml-py package
+    import pynvml  # noqa: PLC0415 -- nvidia-ml-py is optional (not a dependency): without it no energy reading
 
     pynvml.nvmlInit()
     key = nvml_device_id(torch_index)

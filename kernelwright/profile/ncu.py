@@ -208,7 +208,7 @@ def run_collection(ncu: str, plan: NcuPlan, report_base: Path, program: list[str
     """Collect, dropping metrics and sections ncu rejects (at most MAX_METRIC_RETRIES); (result, dropped).
     `executor` starts ncu (`executor.LocalExecutor` by default)."""
     if executor is None:
-        from .executor import LocalExecutor
+        from .executor import LocalExecutor  # noqa: PLC0415 -- cycle: executor.py imports ncu's commands at its top (KNOWN_CYCLES)
 
         executor = LocalExecutor()
     dropped: list[str] = []

@@ -133,7 +133,7 @@ def find_tool(name: str) -> str | None:
         return found
     candidates = [Path("/usr/local/cuda/bin") / name]
     try:
-        import triton
+        import triton  # noqa: PLC0415 -- triton may be absent or broken: then PATH and CUDA_HOME only
 
         candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
     except Exception:  # noqa: BLE001 -- triton absent or broken: PATH and CUDA_HOME only

@@ -20,6 +20,12 @@ import traceback
 from dataclasses import asdict
 from pathlib import Path
 
+from kernelwright.problem import load_candidate, load_problem
+
+from .energy import measure_energy
+from .resources import triton_kernel_metadata
+from .torchprof import PROFILER_WARMUP_CALLS, events_to_json, record_timeline, summarize_timeline
+
 
 def _args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -42,9 +48,8 @@ class ProfileSession:
     """A problem, the candidate model on the device, and inputs: everything `forward` needs."""
 
     def __init__(self, args: argparse.Namespace):
-        import torch
+        import torch  # noqa: PLC0415 -- inside main's try: a broken torch is reported as the JSON error of the load stage, not a bare traceback
 
-        from kernelwright.problem import load_candidate, load_problem
 
         self.torch = torch
         self.use_cuda = args.device.startswith("cuda") and torch.cuda.is_available()
@@ -91,9 +96,6 @@ def plain_ms_per_call(session: ProfileSession, calls: int) -> float:
 
 
 def run_timeline_mode(session: ProfileSession, args: argparse.Namespace) -> dict:
-    from .energy import measure_energy
-    from .torchprof import PROFILER_WARMUP_CALLS, events_to_json, record_timeline, summarize_timeline
-
     out = {"plain_ms_per_call": plain_ms_per_call(session, max(args.calls, 5))}
     if args.energy_seconds > 0 and session.use_cuda:
         index = session.torch.cuda.current_device()
@@ -113,7 +115,7 @@ def run_timeline_mode(session: ProfileSession, args: argparse.Namespace) -> dict
 def _jit_functions(module) -> list:
     """Triton JITFunctions among the module's globals, unwrapping autotuners and heuristics (`.fn`)."""
     try:
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.jit import JITFunction  # noqa: PLC0415 -- triton may be absent or broken: then there are no Triton kernels
     except Exception:  # noqa: BLE001 -- no triton: no Triton kernels
         return []
     found = []
@@ -147,8 +149,6 @@ def _compiled(jit) -> list:
 
 def triton_kernels(module, artifacts: Path | None) -> list[dict]:
     """Metadata of every compiled Triton kernel of the candidate; cubins saved under `artifacts`."""
-    from .resources import triton_kernel_metadata
-
     out = []
     for jit in _jit_functions(module):
         for index, kernel in enumerate(_compiled(jit)):

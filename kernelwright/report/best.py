@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelwright.rules import header_line
+
 BASELINE_LABELS = {"eager": "eager PyTorch", "compile_default": "torch.compile",
                    "compile_max_autotune": "torch.compile (max-autotune)"}
 
@@ -68,8 +70,6 @@ def evidence_lines(run: dict[str, Any], candidate: dict[str, Any], verdict: dict
 
 
 def _rules(verdict: dict[str, Any]) -> str:
-    from kernelwright.rules import header_line
-
     name = verdict.get("rules") or (verdict.get("config") or {}).get("rules")
     if not name:
         policy = (verdict.get("config") or {}).get("torch_op_policy", "reject")

@@ -24,6 +24,8 @@ from typing import Any
 from kernelwright.judge.outcome import CORRECT, INCORRECT, NOT_JUDGED, outcome
 from kernelwright.seed.types import ORIGIN as SEED_ORIGIN
 
+from .best import evidence_lines
+
 OBJECTIVES = ("eager", "compile_default")
 NO_LEVEL = "-"  # a run outside a suite whose problem is not in a KernelBench level folder
 UNFINISHED = ("running", "interrupted", "paused")  # a run that may still judge its candidates
@@ -137,8 +139,6 @@ def not_started(name: str, level: str, problem: str, run_dir: str, error: str = 
 
 
 def collect_problem(store, run_id: str, name: str, level: str, run_dir: str) -> ProblemResult:
-    from .best import evidence_lines
-
     run = store.run(run_id)
     settings = run.get("settings") or {}
     rules = store.run_rules(run_id) or "kernelbench"

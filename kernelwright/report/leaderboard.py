@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelwright import __version__
+
 from .collect import ProblemResult, is_level
 from .metrics import Score, Summary, summarize
 from .published import QUOTED, PublishedBaselines
@@ -134,8 +136,6 @@ def score(problem: ProblemResult, rules: str, waiting: int = 0) -> Score | None:
 
 def build_report(problems: list[ProblemResult], *, title: str, target: str, made_with: str = "",
                  pending: dict[str, int] | None = None, published: PublishedBaselines | None = None) -> Report:
-    from kernelwright import __version__
-
     report = Report(title, target, datetime.now(timezone.utc).isoformat(timespec="seconds"), __version__, made_with,
                     problems=list(problems), pending=dict(pending or {}), published=published)
     searched = [p.rules for p in problems if p.status != "not started"]
@@ -198,8 +198,8 @@ def _facts(report: Report) -> None:
 
 def write_report(report: Report, out_dir: str | Path) -> dict[str, Path]:
     """report.json, report.md and report.html (one self-contained page) in `out_dir`."""
-    from .html import render_html
-    from .markdown import render_markdown
+    from .html import render_html  # noqa: PLC0415 -- cycle: html.py imports Report from here at its top (KNOWN_CYCLES)
+    from .markdown import render_markdown  # noqa: PLC0415 -- cycle: markdown.py imports Report from here at its top (KNOWN_CYCLES)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

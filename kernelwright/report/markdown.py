@@ -6,6 +6,7 @@ from .cells import (BASELINE_HEADERS, NOT_JUDGED_HEADERS, NOT_JUDGED_INTRO, base
                     problem_columns, summary_columns)
 from .leaderboard import ALL, DEFINITIONS, Report
 from .published import QUOTED
+from kernelwright.rules import header_line
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -18,8 +19,6 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def rules_line(name: str) -> str:
-    from kernelwright.rules import header_line
-
     try:
         return header_line(name)
     except (KeyError, ValueError):

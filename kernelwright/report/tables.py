@@ -7,14 +7,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
+from kernelwright.rules import NAMES, header_line
+
+from .best import fmt_speedup
+
 STATUS_STYLE = {"pass": "green", "fail": "red", "invalid": "red", "pending": "yellow",
                 "reference": "cyan", "skipped": "dim", "duplicate": "dim", "done": "green", "paused": "yellow",
                 "running": "blue", "failed": "red", "interrupted": "yellow", "created": "dim"}
 
 
 def _speed(value: Any) -> str:
-    from .best import fmt_speedup
-
     return fmt_speedup(value) if isinstance(value, (int, float)) else "-"
 
 
@@ -63,8 +65,6 @@ def run_summary(run: dict[str, Any]) -> Table:
 
 
 def _rules(settings: dict[str, Any]) -> str:
-    from kernelwright.rules import header_line
-
     judge = settings.get("judge") or {}
     if not judge:
         return "-"
@@ -75,8 +75,6 @@ def _rules(settings: dict[str, Any]) -> str:
 def rules_table(rows: list[dict[str, Any]]) -> Table:
     """Candidates by rule set (rows from `RunStore.verdict_rows`): status and speedup over eager in
     each column, so one run shows what passes under kernelbench, library and strict."""
-    from kernelwright.rules import NAMES
-
     present = [n for n in NAMES if any(r["rules"] == n for r in rows)]
     present += sorted({r["rules"] for r in rows} - set(present))
     cells: dict[str, dict[str, str]] = {}

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelwright import __version__
 from kernelwright.files import atomic_write
 
 MANIFEST = "suite.json"
@@ -125,8 +126,6 @@ def read_manifest(folder: str | Path) -> SuiteManifest:
 
 
 def new_manifest(mode: str, eval_mode: str, problems: list[Path], label: str, note: str = "") -> SuiteManifest:
-    from kernelwright import __version__
-
     return SuiteManifest(id=new_suite_id(label), created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          mode=mode, eval=eval_mode, kernelwright=__version__, entries=entries_for(problems),
                          note=note)

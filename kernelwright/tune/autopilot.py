@@ -20,12 +20,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
+from rich.markup import escape
+
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.verdict import Verdict
+from kernelwright.problem import ProblemError, load_problem
+from kernelwright.problem.loader import read_source
+from kernelwright.problem.ops import forward_op_kinds
+from kernelwright.problem.reference import reference_kind
+
 from .budget import sweep_budget
 from .cache import TuneCache
 from .cost import TuneCost
 from .evaluate import JudgeEvaluator, Measurement
+from .from_reference import templatize_reference
 from .hardware import DeviceLimits, detect_limits
+from .library import NoTemplate, build_template
 from .seeds import SeedCache
+from .sweep_eval import SweepEvaluator
 from .template import Template
 from .tuner import Trial, TuneResult, tune_groupwise
 
@@ -47,8 +60,6 @@ class AutopilotStep:
 
     @property
     def verdict(self):
-        from kernelwright.judge.verdict import Verdict
-
         data = self.measurement.verdict
         return Verdict.from_dict(data) if data else None
 
@@ -101,8 +112,6 @@ class AutopilotResult:
         return "\n".join(lines)
 
     def __rich__(self) -> str:
-        from rich.markup import escape
-
         return escape(self.summary())
 
     @property
@@ -145,11 +154,6 @@ def optimize_without_llm(
     fastest configurations measured before for this template family, device and nearest shape);
     "default" is the user's seed files when `cache` is "default" too, else none (a caller with a
     cache of its own, a run's store, replays its run and must ask what it asked before)."""
-    from kernelwright.judge import JudgeConfig
-    from kernelwright.problem import ProblemError, load_problem
-
-    from .library import NoTemplate, build_template
-
     config = JudgeConfig.from_dict((judge_config or JudgeConfig()).to_dict())
     config.overrides = {**config.overrides, **(overrides or {})}
     shrink = config.shrink if config.shrink is not None else not has_gpu()
@@ -175,8 +179,6 @@ def optimize_without_llm(
     template_path.write_text(template.source)
     sweeping = sweep > 1
     if make_evaluator is None and sweeping:
-        from .sweep_eval import SweepEvaluator
-
         make_evaluator = SweepEvaluator
     evaluator = (make_evaluator or JudgeEvaluator)(problem_path, config, workers=workers,
                                                    workdir=folder / "instances", cache=open_cache(cache),
@@ -217,8 +219,6 @@ def open_cache(cache: TuneCache | str | None) -> TuneCache | None:
 
 
 def _summarize(name: str, match, template: Template, result: TuneResult, template_path: str) -> AutopilotResult:
-    from kernelwright.judge.verdict import Verdict
-
     def verdict_of(m: Measurement | None):
         return Verdict.from_dict(m.verdict) if m and m.verdict else None
 
@@ -249,13 +249,6 @@ def _reference_match(problem_path, name: str):
     """For a reference that is a Triton or CUDA kernel, a template of its own launch configuration
     (tune/from_reference.py; the problem is not run here: a CUDA reference builds in the judge's
     sandbox only); a message when it offers nothing to tune; None for a PyTorch reference."""
-    from kernelwright.problem import ProblemError
-    from kernelwright.problem.loader import read_source
-    from kernelwright.problem.reference import reference_kind
-
-    from .from_reference import templatize_reference
-    from .library import NoTemplate
-
     try:
         _, source = read_source(problem_path)
     except ProblemError as exc:
@@ -273,8 +266,6 @@ def _reference_match(problem_path, name: str):
 def _no_template_message(problem, exc: Exception) -> str:
 
     try:
-        from kernelwright.problem.ops import forward_op_kinds
-
         kinds = forward_op_kinds(problem)
         what = f" (the forward does: {', '.join(kinds)})" if kinds else ""
     except Exception:  # noqa: BLE001 -- describing is best effort; the reason above already says why
@@ -285,8 +276,6 @@ def _no_template_message(problem, exc: Exception) -> str:
 
 def has_gpu() -> bool:
     try:
-        import torch
-
         return torch.cuda.is_available()
     except Exception:  # noqa: BLE001 -- a broken torch/CUDA install means no GPU here
         return False

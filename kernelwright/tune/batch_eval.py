@@ -19,6 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, VERDICT_SUFFIX, write_request
+from kernelwright.judge.verdict import Verdict
+
 from .evaluate import JudgeEvaluator, Measurement, file_stem, instance_hash
 from .template import Template
 
@@ -89,9 +93,6 @@ class BatchTemplateEvaluator(JudgeEvaluator):
         return results
 
     def _verdict(self, template: Template, source: str):
-        from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX
-        from kernelwright.judge.verdict import Verdict
-
         path = self.folder / f"{self.request_name(template, source)}{VERDICT_SUFFIX}"
         if not path.is_file():
             return None
@@ -101,9 +102,6 @@ class BatchTemplateEvaluator(JudgeEvaluator):
             return None
 
     def _request(self, template: Template, source: str, priority: int) -> Path:
-        from kernelwright.judge.request import SourceText
-        from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, write_request
-
         name = self.request_name(template, source)
         path = self.folder / f"{name}{REQUEST_SUFFIX}"
         if path.is_file():  # written by an earlier session: the runner may be judging it already

@@ -14,6 +14,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .hardware import LIMIT_NAMES
+
 
 class ConstraintError(ValueError):
     """A constraint string that is not a valid constraint (syntax, forbidden construct, unknown name)."""
@@ -118,9 +120,7 @@ def parse_constraint(text: str, known_names: set[str] | None = None) -> Constrai
 
 
 def _hardware_names() -> set[str]:
-    from .hardware import H100_SXM
-
-    return set(H100_SXM.as_env())
+    return set(LIMIT_NAMES)
 
 
 def _is_function_name(tree: ast.AST, name: ast.Name) -> bool:

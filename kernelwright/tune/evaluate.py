@@ -13,10 +13,13 @@ import contextlib
 import dataclasses
 import hashlib
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import kernelwright
+from kernelwright.judge import JudgeConfig
+from kernelwright.judge.verdict import SCHEMA_VERSION
 
 from .cache import TuneCache, digest
 from .cost import verdict_seconds
@@ -120,7 +123,7 @@ class TableEvaluator:
 def judge_device(config) -> str:
     """The device name a judge run will time on: part of the cache key."""
     try:
-        import torch
+        import torch  # noqa: PLC0415 -- tune/ stays torch-free at import: the agents and the search import it (tune/__init__.py); a broken torch means no GPU here
 
         if config.device != "cpu" and torch.cuda.is_available():
             return torch.cuda.get_device_name()
@@ -139,8 +142,6 @@ class JudgeEvaluator:
     def __init__(self, problem_path: str | Path, config=None, *, workers: int = 1, workdir: str | Path | None = None,
                  cache: TuneCache | None = None, limits: DeviceLimits | None = None, allow_spills: bool = False,
                  pool=None, waiting=None):
-        from kernelwright.judge import JudgeConfig
-
         self.problem_path = str(problem_path)
         self.config = config or JudgeConfig()
         self.workers = max(1, workers)
@@ -187,21 +188,13 @@ class JudgeEvaluator:
                 arrived = list(self.pool.iter_judge([(problem, path, self.config) for problem, path in pairs]))
             yield from arrived
             return
-        try:
-            from kernelwright.judge.scheduling.pool import JudgePool
-        except ImportError:
-            JudgePool = None  # noqa: N806 - the judge's pool is optional; threads do the same job
-        if JudgePool is not None:
-            pool = JudgePool(self.config, compile_workers=self.workers, cpu_workers=self.workers)
-            try:
-                yield from pool.iter_judge(pairs)
-            finally:
-                pool.close(wait=False)
-            return
-        from kernelwright.judge import judge
+        from kernelwright.judge.scheduling.pool import JudgePool  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of tune/'s import, which the CLI and the agents load
 
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            yield from enumerate(pool.map(lambda pair: judge(pair[0], pair[1], self.config), pairs))
+        pool = JudgePool(self.config, compile_workers=self.workers, cpu_workers=self.workers)
+        try:
+            yield from pool.iter_judge(pairs)
+        finally:
+            pool.close(wait=False)
 
     def _measurement(self, params: dict[str, Any], verdict, ihash: str) -> Measurement:
         resources = verdict_resources(verdict)
@@ -233,9 +226,6 @@ def judge_context(problem_path: str | Path, config) -> str:
     """What besides the instance decides a judge measurement: the problem (its text, not only its
     name), the judge settings that can change a result, and the judge's own version (a verdict of
     an older judge is not reused)."""
-    import kernelwright
-    from kernelwright.judge.verdict import SCHEMA_VERSION
-
     settings = {k: v for k, v in config.to_dict().items() if k not in _NOT_CONTEXT}
     try:
         text = Path(problem_path).read_bytes()

@@ -20,6 +20,10 @@ from typing import Any, Iterator
 
 import torch
 
+from kernelwright.judge.config import DEFAULT_TOLERANCES
+from kernelwright.judge.guards import set_full_precision
+from kernelwright.problem import load_problem
+
 from .evaluate import ERROR, FAIL, PASS, PRUNED, Measurement, instance_hash
 from .hardware import DeviceLimits, detect_limits
 from .prune import resource_violation
@@ -40,7 +44,7 @@ def load_module(path: Path):
 def bench_ms(fn, device: str, warmup_ms: float = 25, rep_ms: float = 100) -> tuple[float, str]:
     """Median time of fn() in ms, and how it was taken."""
     if device == "cuda":
-        import triton.testing
+        import triton.testing  # noqa: PLC0415 -- triton.testing is heavy (its driver) and only the CUDA path times with do_bench
 
         try:
             return float(triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")), "do_bench"
@@ -61,8 +65,6 @@ def _outputs(value) -> list[torch.Tensor]:
 
 
 def _tolerance(dtype: torch.dtype) -> float:
-    from kernelwright.judge.config import DEFAULT_TOLERANCES
-
     return DEFAULT_TOLERANCES.get(str(dtype).replace("torch.", ""), 1e-4)
 
 
@@ -70,8 +72,6 @@ def _tolerance(dtype: torch.dtype) -> float:
 def full_fp32() -> Iterator[None]:
     """The reference in full fp32, with the judge's own switch (guards.set_full_precision): cuDNN
     convolutions default to TF32, whose 1e-3 errors failed correct instances on the GPU."""
-    from kernelwright.judge.guards import set_full_precision
-
     saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
              torch.get_float32_matmul_precision())
     set_full_precision(False)
@@ -188,8 +188,6 @@ _WORKER_PROBLEMS: dict[str, tuple] = {}  # per worker process: the problem and i
 
 def _compile_instance(problem_path: str, overrides: dict, instance_path: str, seed: int, device: str) -> bool:
     """In a worker process: run the instance once so Triton compiles it into the on-disk cache."""
-    from kernelwright.problem import load_problem
-
     key = repr((problem_path, sorted(overrides.items()), seed, device))
     if key not in _WORKER_PROBLEMS:
         _WORKER_PROBLEMS.clear()

@@ -8,6 +8,7 @@ machine without a GPU (and with optuna, which GPU machines may lack).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -63,8 +64,6 @@ def replay_once(sweep: Sweep, strategy: str, budget: int, seed: int) -> float:
 
 
 def _declared_order(sweep: Sweep) -> list[dict[str, Any]]:
-    import itertools
-
     names = list(sweep.template.params)
     return [dict(zip(names, values, strict=False)) for values in itertools.product(*sweep.template.params.values())]
 

@@ -91,7 +91,7 @@ class OptunaStrategy(TuneStrategy):
     def __init__(self, configs, params: dict[str, tuple], sampler: str, seed: int = 0, budget: int | None = None,
                  categorical: set[str] | frozenset[str] = frozenset()):
         super().__init__(configs, seed)
-        import optuna
+        import optuna  # noqa: PLC0415 -- optuna is heavy to import (0.4 s: sqlalchemy, alembic) and tune/ is imported by the agents and the search: loaded when a TPE/CMA-ES/GP strategy is made
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.name = sampler
@@ -188,7 +188,7 @@ def _few_threads(active: bool):
     if not active:
         yield
         return
-    import torch
+    import torch  # noqa: PLC0415 -- tune/ stays torch-free at import: the agents and the search import it (tune/__init__.py)
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -229,14 +229,14 @@ def _sampler(optuna, name: str, seed: int, budget: int | None):
                                           warn_independent_sampling=False)
     if name == "cmaes":
         try:
-            import cmaes  # noqa: F401 - optuna's CMA-ES needs this package
+            import cmaes  # noqa: PLC0415,F401 -- cmaes is optional for optuna: its absence is a clear error; optuna's CMA-ES needs this package
         except ImportError:
             raise ValueError("the cmaes strategy needs the `cmaes` package: pip install cmaes") from None
         return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=_startup(budget), with_margin=True,
                                             warn_independent_sampling=False)
     if name == "gp":
         try:
-            import scipy  # noqa: F401 - optuna's GP sampler optimises its acquisition with scipy
+            import scipy  # noqa: PLC0415,F401 -- scipy is optional for optuna: its absence is a clear error; optuna's GP sampler optimises its acquisition with scipy
         except ImportError:
             raise ValueError("the gp strategy needs scipy: pip install scipy") from None
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=_startup(budget), deterministic_objective=True,
@@ -255,7 +255,7 @@ def make_tune_strategy(name: str, configs: list[dict[str, Any]], params: dict[st
         return RandomSearch(configs, seed)
     if name in ("tpe", "cmaes", "gp"):
         try:
-            import optuna  # noqa: F401
+            import optuna  # noqa: PLC0415,F401 -- optuna is heavy to import (0.4 s: sqlalchemy, alembic) and tune/ is imported by the agents and the search: loaded when a TPE/CMA-ES/GP strategy is made; its absence is a clear error
         except ImportError:
             raise ValueError(f"the {name} strategy needs optuna (pip install optuna); "
                              "exhaustive and random need nothing") from None

@@ -24,6 +24,9 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from kernelwright.judge.api import judge_sweep
+from kernelwright.judge.sweep import NOT_RUN, SweepInstance
+
 from .cache import digest
 from .cost import verdict_seconds
 from .evaluate import ERROR, FAIL, SWEPT, JudgeEvaluator, Measurement, file_stem, instance_hash
@@ -83,9 +86,6 @@ class SweepEvaluator(JudgeEvaluator):
 
     def _sweep(self, template: Template, configs: list[dict[str, Any]]) -> list[Measurement]:
         """One sweep of `configs` (resent where a dying runner left some unrun)."""
-        from kernelwright.judge.api import judge_sweep
-        from kernelwright.judge.sweep import NOT_RUN, SweepInstance
-
         out: list[Measurement | None] = [None] * len(configs)
         left = list(range(len(configs)))
         for attempt in range(self.resends + 1):

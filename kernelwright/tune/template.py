@@ -26,6 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
+from pathlib import Path
 
 from .constraints import FUNCTIONS, Constraint, ConstraintError, parse_constraint
 from .hardware import LIMIT_NAMES
@@ -231,8 +232,6 @@ def _constraints(texts: list, params: dict[str, tuple], specs: dict[str, ParamSp
 
 
 def load_template(path) -> Template:
-    from pathlib import Path
-
     path = Path(path)
     try:
         source = path.read_text()

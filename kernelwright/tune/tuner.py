@@ -197,7 +197,7 @@ def resolve_strategy(strategy: str, budget: int, feasible: int) -> str:
     if budget >= feasible:
         return "exhaustive"
     try:
-        import optuna  # noqa: F401
+        import optuna  # noqa: PLC0415,F401 -- optuna is heavy to import (0.4 s: sqlalchemy, alembic) and tune/ is imported by the agents and the search: loaded when a TPE/CMA-ES/GP strategy is made; without it the strategy falls back to random
     except ImportError:
         return "random"
     return "tpe"

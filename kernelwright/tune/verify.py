@@ -11,6 +11,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelwright.judge import JudgeConfig
+
 from .template import Template
 
 
@@ -33,8 +35,7 @@ class VerifyResult:
 def verify_default(template: Template, original_source: str, problem, judge_config=None,
                    workdir: str | Path | None = None) -> VerifyResult:
     """Judge the original source and the template's default instance against `problem` (a path)."""
-    from kernelwright.judge import JudgeConfig
-    from kernelwright.judge.scheduling.pool import JudgePool
+    from kernelwright.judge.scheduling.pool import JudgePool  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of tune/'s import, which the CLI and the agents load
 
     config = judge_config or JudgeConfig()
     folder = Path(workdir or tempfile.mkdtemp(prefix="kw-verify-"))

@@ -17,14 +17,19 @@ events are those that start between its mark and the next (`time.time_ns`, the p
 """
 from __future__ import annotations
 
+import bisect
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from ...problem.ops import work_kind
 from .. import kernel_kinds
-from ..guards import (DYNAMO_PATCHES, CompileTracker, IdentitySnapshot, dynamo_frames, guarded_targets,
-                      precision_state, set_full_precision)
+from ..guards import (DYNAMO_PATCHES, CompileTracker, IdentitySnapshot, dynamo_frames, guarded_targets, precision_state,
+                      set_full_precision)
 from ..own_code import OwnCode
 
 CALL_RANGE = "kw::call"  # the profiler range around each forward (the calling thread)
@@ -182,9 +187,6 @@ def _plain(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _start_profiler(device: str, cpu_ops: bool):
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
     activities = [ProfilerActivity.CPU] if cpu_ops else []
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
@@ -213,8 +215,6 @@ class _Span:
 
 def split_calls(events, marks: list[tuple[int, int]], own: tuple[set[str], set[str]]) -> dict[int, CallWork]:
     """Per call (its events start between its mark and the next), what ran: see `CallWork`."""
-    from ...problem.ops import work_kind
-
     if not marks:
         return {}
     starts = [t for _, t in marks]
@@ -246,8 +246,6 @@ def split_calls(events, marks: list[tuple[int, int]], own: tuple[set[str], set[s
 
 
 def _call_index(starts: list[int], start: int) -> int | None:
-    import bisect
-
     index = bisect.bisect_right(starts, start) - 1
     return index if index >= 0 else None
 

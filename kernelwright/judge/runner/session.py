@@ -17,10 +17,17 @@ import os
 import socket
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .. import memops, protocol
+import torch
+
+from ...problem import ProblemError, check_signatures, load_candidate, load_problem
+from ...problem.errors import line_in_file
+from ...problem.ops import OpRecorder
+from .. import guards, memops, protocol
+from ..compile import install_build_cache
 from .observe import CALL_RANGE, TIMED, TRIALS, Observer
 
 
@@ -81,8 +88,6 @@ class Session:
 
     def load(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """Import the problem (for its init inputs) and the candidate; no device work."""
-        from ...problem import ProblemError, check_signatures, load_candidate, load_problem
-
         msg = frame.header
         self.candidate_path = Path(str(msg["candidate_path"]))
         source = _read(self.candidate_path)
@@ -108,9 +113,6 @@ class Session:
 
     def _first_load(self, msg: dict[str, Any], source: str) -> None:
         """The process's set-up, once: the device, the build cache, the instrumentation."""
-        from .. import guards
-        from ..compile import install_build_cache
-
         self.device = str(msg.get("device") or "cpu")
         self.seed = int(msg.get("seed") or 0)
         self.self_time = bool(msg.get("self_time"))
@@ -135,8 +137,6 @@ class Session:
             self.observer.notes.append(note)
 
     def _compile(self, seconds: float, error: str | None) -> dict[str, Any]:
-        from dataclasses import asdict
-
         result = None
         if self.recorder is not None:
             with contextlib.suppress(Exception):
@@ -178,8 +178,6 @@ class Session:
 
     def call(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """One call of forward (forward + backward where that is the work) on the shared inputs."""
-        import torch
-
         msg = frame.header
         n = int(msg["n"])
         phase = TIMED if msg.get("phase") == TIMED else TRIALS
@@ -221,8 +219,6 @@ class Session:
                 "grad_names": self.grad_names, "handles": self.exports.take_new()}, payloads
 
     def _forward(self, recorder) -> tuple[list, dict[str, Any] | None]:
-        import torch
-
         try:
             with torch.profiler.record_function(CALL_RANGE), recorder or contextlib.nullcontext():
                 if self.backward is None:
@@ -238,8 +234,6 @@ class Session:
         """Forward with gradients, then `torch.autograd.grad` against the checker's output gradients:
         the outputs, then the gradients of the counted inputs and of every parameter (in that order,
         the order the checker's `grad.GradRunner` names them)."""
-        import torch
-
         counted = self.backward.get("grad_inputs")
         call_args, leaves, names = list(self.args), [], []
         for index, arg in enumerate(self.args):
@@ -267,8 +261,6 @@ class Session:
 
     def burst(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """Forward repeated for `ms` milliseconds on the current inputs (the energy window)."""
-        import torch
-
         seconds = float(frame.header.get("ms") or 0) / 1e3
         calls, deadline = 0, time.perf_counter() + seconds
         try:
@@ -286,8 +278,6 @@ class Session:
 
     def sync(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """Wait until this process's device work has drained (the checker copies the outputs again)."""
-        import torch
-
         if self.device.startswith("cuda"):
             try:
                 torch.cuda.synchronize()
@@ -298,8 +288,6 @@ class Session:
     def report(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """What was observed (ends the profiler's phase), the device time of self-timed calls, the
         most device memory this process's allocator held."""
-        import torch
-
         self.observer.end()
         report = self.observer.report()
         if self.event_times:
@@ -317,16 +305,12 @@ NO_GRAPH = ("the backward pass is part of this problem, but no floating output o
 
 
 def _recorder(observer: Observer):
-    from ...problem.ops import OpRecorder
-
     return OpRecorder(origin=observer.own.origin)
 
 
 def flatten(out) -> list:
     """A forward's result as a flat list of tensors; numbers become 0-d tensors; anything else is
     refused with the message the judge gives."""
-    import torch
-
     if isinstance(out, torch.Tensor):
         return [out]
     if isinstance(out, (tuple, list)):
@@ -340,8 +324,6 @@ def poison(device: str, sizes: list[int]) -> None:
     """Make the memory the candidate's outputs will likely be carved from hold poison bytes (0xFF:
     NaN in every float type): blocks of the outputs' sizes, filled and given back to the cache.
     Not `empty_cache`: the outputs then land where they did in the last call (`protocol.Exports`)."""
-    import torch
-
     if not sizes:
         return
     if device.startswith("cuda"):
@@ -355,8 +337,6 @@ def poison(device: str, sizes: list[int]) -> None:
 
 def describe(exc: BaseException, path: Path, what: str) -> str:
     """One paragraph naming the exception and the line of the candidate's file it came from."""
-    from ...problem.errors import line_in_file
-
     line = line_in_file(exc, path)
     where = f" ({path}, line {line})" if line else ""
     text = f"{type(exc).__name__}: {exc}".strip()
@@ -368,8 +348,6 @@ def describe(exc: BaseException, path: Path, what: str) -> str:
 def _open_cuda(device: str) -> None:
     """The CUDA context and torch's allocator, before any candidate code: allocations stay plain
     cudaMalloc blocks (expandable segments cannot be exported to the checker)."""
-    import torch
-
     index = torch.device(device).index
     if index is not None:
         torch.cuda.set_device(index)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..verdict import PEAK_KEY
+from ..verdict import INFO, PEAK_KEY, Flag
 from .ledger import GpuLedger, LedgerEntry, new_entry
 
 GIB = 1 << 30
@@ -313,8 +313,6 @@ def _again_alone(admission: MemoryAdmission, gpu: str, key: str, run: Callable[[
 
 
 def _flag(code: str, message: str):
-    from ..verdict import INFO, Flag
-
     return Flag(code, INFO, message)
 
 

@@ -53,6 +53,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..config import JudgeConfig
+from ..env import device_name_without_torch
+from ..request import SourceText, default_cache_dir, source_filename, text_of
 from . import baseline_child
 
 DEFAULT_LANES = 2  # problems measured at once: each runs its kinds at once (2 processes by default)
@@ -90,8 +92,6 @@ class LaneResult:
 def plan(jobs: list, pool, scratch: Path) -> list[LaneTask]:
     """The distinct problems of `jobs` (JudgeJobs in the order they will be judged) whose baselines
     a candidate will ask for, first-judged first; problems given as text are copied into `scratch`."""
-    from ..request import SourceText, default_cache_dir, source_filename, text_of
-
     tasks, seen = [], set()
     for job in jobs:
         config = job.config or pool.config
@@ -236,8 +236,7 @@ class BaselineLane:
                 self.log(result.line())
 
     def _one(self, task: LaneTask, slot_env: dict[str, str]) -> LaneResult:
-        from ..baseline import missing_kinds
-        from ..env import device_name_without_torch
+        from ..baseline import missing_kinds  # noqa: PLC0415 -- cli/app.py imports this module at its start: api.py, the sandbox, the supervisor and baseline.py load when a baseline runs
 
         env = child_env(task, slot_env, self.scratch)
         label = device_name_without_torch(task.device, env)
@@ -250,9 +249,9 @@ class BaselineLane:
 def child_env(task: LaneTask, slot_env: dict[str, str], scratch: Path) -> dict[str, str]:
     """An evaluation's environment on the slot's device (`api.worker_env`), with a trusted process's
     caches (`supervisor.trusted_cache_env`): what the supervisor's baseline processes get."""
-    from ..api import device_hint, worker_env
-    from ..sandbox import scrubbed_environ
-    from ..supervisor import trusted_cache_env
+    from ..api import device_hint, worker_env  # noqa: PLC0415 -- cli/app.py imports this module at its start: api.py, the sandbox, the supervisor and baseline.py load when a baseline runs
+    from ..sandbox import scrubbed_environ  # noqa: PLC0415 -- cli/app.py imports this module at its start: api.py, the sandbox, the supervisor and baseline.py load when a baseline runs
+    from ..supervisor import trusted_cache_env  # noqa: PLC0415 -- cli/app.py imports this module at its start: api.py, the sandbox, the supervisor and baseline.py load when a baseline runs
 
     own = scratch / "trusted"
     for folder in (own / "home", own / "tmp"):
@@ -307,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _reply(done: baseline_child.Measured) -> dict[str, Any]:
-    from ..baseline import wanted_kinds  # noqa: PLC0415 -- in the child only (baseline_child.main)
     from ...problem.reference import scan_source  # noqa: PLC0415 -- in the child only
+    from ..baseline import wanted_kinds  # noqa: PLC0415 -- in the child only (baseline_child.main)
 
     kind = scan_source(Path(done.problem).read_text(errors="replace")).kind
     wanted, _ = wanted_kinds(done.config, done.device, False, kind)

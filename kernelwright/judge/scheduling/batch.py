@@ -47,12 +47,16 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from . import baseline_lane
-from ..request import SourceText
 from ..config import JudgeConfig
+from ..outcome import outcome
+from ..request import SourceText
+from ..target import DEVICE_FILE
+from ..verdict import ERROR, INFO, PEAK_KEY, Flag, Verdict
+from . import baseline_lane
+from .admission import names_oom
 from ..sweep import parse_instances
 from .pool import JudgeJob, JudgePool, job_memory_key
-from ..verdict import ERROR, INFO, Flag, Verdict
+from .reference_timing import measure_folders
 
 REQUEST_SUFFIX = ".request.json"
 VERDICT_SUFFIX = ".verdict.json"
@@ -135,8 +139,6 @@ def system_error(path: Path) -> str | None:
 def verdict_system_error(data: dict[str, Any]) -> str | None:
     """The rule of `system_error` for a verdict's JSON dict (a verdict file, or a run's stored
     verdict: search/drivers/rejudged.py applies the same rule when it imports a re-judged one)."""
-    from ..outcome import outcome
-
     try:
         found = outcome(data)
     except (AttributeError, TypeError, ValueError):
@@ -148,8 +150,6 @@ def verdict_system_error(data: dict[str, Any]) -> str | None:
 
 def _baseline_oom(data: dict[str, Any]) -> str | None:
     """Which baselines of a verdict ran out of GPU memory (a shared GPU's fault, not the candidate's)."""
-    from .admission import names_oom
-
     errors = (data.get("baselines") or {}).get("errors") or {}
     kinds = sorted(k for k, text in errors.items() if names_oom(str(text)))
     return f"correct, but its {', '.join(kinds)} baseline(s) ran out of GPU memory: untimed against them" if kinds else None
@@ -250,8 +250,6 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
     """Memory key -> the largest GPU peak that the verdicts already in `folders` measured for it
     (admission.memory_key of their requests): a runner started again on a folder admits its
     problems by what they used, not as unknown problems one share of the GPU at a time."""
-    from ..verdict import PEAK_KEY
-
     peaks: dict[str, int] = {}
     for folder in folders:
         for request in Path(folder).glob(f"*{REQUEST_SUFFIX}"):
@@ -270,8 +268,6 @@ def measured_peaks(folders: list[Path], base: JudgeConfig | None = None) -> dict
 def record_device(folder: Path, log=None) -> None:
     """Write DIR/device.json on first contact, in a child process (measuring the peaks holds a CUDA
     context this runner does not need); a failure is logged, the batch goes on."""
-    from ..target import DEVICE_FILE
-
     if (folder / DEVICE_FILE).is_file():
         return
     try:
@@ -337,8 +333,7 @@ def judge_folders(folders: list[Path], pool: JudgePool, base: JudgeConfig | None
     `retry_errors`, also those whose verdict is a system error) while `baseline_lanes` measure their
     problems' baselines ahead and the passing candidates that asked are profiled as their verdicts
     come in (`ProfileFeed`), then the profile pass over what is left, within what the budget left."""
-    from .batch_profile import ProfileFeed, profile_pass
-    from .reference_timing import measure_folders
+    from .batch_profile import ProfileFeed, profile_pass  # noqa: PLC0415 -- cycle: batch_profile.py imports this module's request helpers at its top (KNOWN_CYCLES)
 
     for folder in folders:
         record_device(Path(folder), log)

@@ -24,8 +24,11 @@ from concurrent.futures import Future, wait
 from itertools import zip_longest
 from pathlib import Path
 
+from ...files import atomic_write
 from ..config import JudgeConfig
+from ..profiling import failed_record
 from ..verdict import Verdict
+from .batch import REQUEST_SUFFIX, read_request, read_verdicts, request_name, verdict_path
 
 PROFILE_OVERRIDES = {"trials": 1, "time": False, "baselines": [], "profile": True, "energy_ms": 0.0}
 MIN_SECONDS = 30.0  # a profile needs at least this much of the budget to be worth starting
@@ -45,8 +48,6 @@ def _speed(verdict: Verdict) -> float:
 
 def candidates(folder: Path) -> list[tuple[Path, Verdict]]:
     """(request, verdict) of the passing, unprofiled candidates that asked for a profile, fastest first."""
-    from .batch import REQUEST_SUFFIX, read_verdicts
-
     found = []
     for name, verdict in read_verdicts(folder).items():
         request = folder / f"{name}{REQUEST_SUFFIX}"
@@ -59,8 +60,6 @@ def profile_job(request: Path, base: JudgeConfig | None, left: float, shares: di
     """The judge job that profiles `request`'s candidate: one trial, no timing, `config.profile`, at most
     `left` seconds. `shares`: the stored verdict's per-kernel split, from which ncu picks its kernels
     (the profile job does not time, so it has none of its own). Raises what reading the request raises."""
-    from .batch import read_request
-
     job = read_request(request, base)
     settings = {**job.config.to_dict(), **PROFILE_OVERRIDES}
     settings["timeout_s"] = min(job.config.timeout_s, left)
@@ -71,8 +70,6 @@ def profile_job(request: Path, base: JudgeConfig | None, left: float, shares: di
 
 def profile_record(profiled: Verdict, started: float) -> tuple[dict, float]:
     """(the verdict's new `profile`, the seconds it took) from the profile job's verdict."""
-    from ..profiling import failed_record
-
     seconds = profiled.stage_seconds.get("profile", round(time.monotonic() - started, 3))
     if profiled.profile is not None:
         return profiled.profile, seconds
@@ -81,8 +78,6 @@ def profile_record(profiled: Verdict, started: float) -> tuple[dict, float]:
 
 
 def not_made(exc: BaseException, started: float) -> tuple[dict, float]:
-    from ..profiling import failed_record
-
     return failed_record(f"the profile run could not be made: {type(exc).__name__}: {exc}"), \
         round(time.monotonic() - started, 3)
 
@@ -100,9 +95,6 @@ def _profile_one(request: Path, pool, base: JudgeConfig | None, left: float,
 
 def write_profile(request: Path, verdict: Verdict, record: tuple[dict, float], log=None) -> None:
     """The verdict already written, with its profile (or why there is none) added: nothing else changes."""
-    from ...files import atomic_write
-    from .batch import request_name, verdict_path
-
     verdict.profile, verdict.stage_seconds["profile"] = record
     atomic_write(verdict_path(request), verdict.to_json())
     if log:
@@ -158,8 +150,6 @@ class ProfileFeed:
         self._write(request, verdict, record)
 
     def _write(self, request: Path, verdict: Verdict, record: tuple[dict, float]) -> None:
-        from .batch import request_name
-
         with self._lock:
             write_profile(request, verdict, record, self.log)
             self.done.append(request_name(request))
@@ -185,8 +175,6 @@ class ProfileFeed:
 
 def profile_pass(folders: list[Path], pool, base: JudgeConfig | None, budget_s: float, log=None) -> list[str]:
     """Profile what asked for it (see the module docstring); returns the names profiled."""
-    from .batch import request_name
-
     queues = [candidates(Path(f)) for f in folders]
     ordered = [item for row in zip_longest(*queues) for item in row if item is not None]
     start, done = time.monotonic(), []

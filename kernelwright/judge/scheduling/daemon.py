@@ -37,12 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import trusted
+from ..api import device_hint
 from ..config import JudgeConfig
-from .daemon_key import PACKAGE, DaemonUnavailable
-from ..wire import receive, send
-from .forkserver import package_digest
 from ..proctree import no_new_privs
 from ..service import is_descendant, peer_credentials
+from ..wire import receive, send
+from .daemon_key import PACKAGE, DaemonUnavailable
+from .forkserver import package_digest
+from .pool import JudgePool, visible_gpus
 
 POLL_S = 0.5
 STALE_CHECK_S = 5.0
@@ -211,9 +213,6 @@ class JudgeDaemon:
 
     def pool_for(self, config: JudgeConfig):
         """The pool (and its fork server) for the request's device and network setting, made once."""
-        from ..api import device_hint
-        from .pool import visible_gpus
-
         device = device_hint(config, None)
         key = (device, bool(config.no_network))
         with self._guard:
@@ -227,8 +226,6 @@ class JudgeDaemon:
 def _default_pool(config: JudgeConfig, gpus: list[int]):
     """As `pool.judge_one` judges one candidate (the first GPU, no precompile), but warm (unless
     $KW_JUDGE_WARM=0) and with the pool's lanes, so calls that arrive together are judged together."""
-    from .pool import JudgePool
-
     return JudgePool(config, gpus=gpus, precompile=False)
 
 

@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelwright import __version__
+
 from .forkserver import IMPORT_ENV, package_digest
 
 ENV_SWITCH = "KW_JUDGE_DAEMON"  # 0/off/no/false: judge in the CLI's own process
@@ -78,8 +80,6 @@ def absolute_path_list(value: str) -> str:
 
 def daemon_key(cache_dir: str | Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     """See the module docstring. `cache_dir`: the judge's resolved cache folder."""
-    from kernelwright import __version__
-
     env = dict(os.environ if env is None else env)
     return {
         "kernelwright": __version__, "package": package_digest(PACKAGE), "package_path": str(PACKAGE),

@@ -34,10 +34,13 @@ stops (killing its children's process groups) at end of file.
 from __future__ import annotations
 
 import array
+import faulthandler
 import hashlib
+import importlib
 import io
 import json
 import os
+import resource
 import secrets
 import select
 import signal
@@ -48,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,7 @@ from typing import Any
 from kernelwright.procs import kill_group
 
 from ..proctree import no_new_privs
+from ..sandbox import Launch, limits_prefix, network_prefix
 from ..service import peer_pid
 
 # imported once by the server, before any fork: what a worker would otherwise import itself. Not
@@ -290,8 +295,6 @@ class Launcher:
         threading.Thread(target=self._start, name="kw-forkserver-start", daemon=True).start()
 
     def _start(self) -> None:
-        from ..sandbox import limits_prefix, network_prefix
-
         prefix, note = network_prefix() if self.no_network else ((), "not requested")
         try:
             self.server.start(prefix=(*prefix, *limits_prefix(None)), network=note)
@@ -302,8 +305,6 @@ class Launcher:
             self._ready.set()
 
     def __call__(self, spec, env: dict[str, str]):
-        from ..sandbox import Launch
-
         argv = list(spec.argv)
         if len(argv) < 3 or tuple(argv[1:3]) != SUPERVISOR:
             return Launch(start="not the judge's supervisor command")
@@ -549,7 +550,7 @@ def _become_supervisor(server: _Server, conn: socket.socket, request: dict, fds:
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         _fresh_std_streams()
-        from .. import supervisor
+        from .. import supervisor  # noqa: PLC0415 -- the fork server imports the supervisor in PRELOAD's order, stopping before a module that starts a thread: not at this module's import
 
         argv = _with_parent(list(request["argv"]), os.getppid())
         sys.argv = ["-m kernelwright.judge.supervisor", *argv]
@@ -557,7 +558,6 @@ def _become_supervisor(server: _Server, conn: socket.socket, request: dict, fds:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - a judge bug: say so on stderr, exit
-        import traceback
 
         traceback.print_exc()
     finally:
@@ -579,8 +579,6 @@ def _with_parent(argv: list[str], parent: int) -> list[str]:
 def _fresh_std_streams() -> None:
     """stdin, stdout and stderr over the new descriptors 0-2, unbuffered as PYTHONUNBUFFERED=1 would
     make them, and the fault handler writing to the new stderr (PYTHONFAULTHANDLER=1)."""
-    import faulthandler
-
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   write_through=True, line_buffering=True)
@@ -591,8 +589,6 @@ def _fresh_std_streams() -> None:
 
 
 def _set_limits(address_space_bytes) -> None:
-    import resource
-
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if address_space_bytes:
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -622,8 +618,6 @@ def preload() -> tuple[list[str], str]:
     """Import PRELOAD, in order, stopping at the first module that starts a thread; returns the
     names that could not be imported (a judge without Triton still forks) and that module's name
     ("" when none did)."""
-    import importlib
-
     missing = []
     threads = len(_thread_names())
     for name in PRELOAD:

@@ -20,15 +20,18 @@ Imports only the judge (no cluster library): the same code runs under any execut
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import api
-from ..request import SourceText, make_request
 from ..config import JudgeConfig
-from .pool import JudgeJob, JudgePool, nvidia_smi, precompile_env, visible_gpus
+from ..request import SourceText, make_request
 from ..verdict import Verdict
+from .pool import JudgeJob, JudgePool, nvidia_smi, precompile_env, visible_gpus
 
 
 @dataclass
@@ -103,10 +106,6 @@ def precompile(job: NodeJob, arch: str) -> float | None:
     """Build a C++/CUDA candidate's extension into this node's build cache with CUDA hidden, for
     `arch` (the arch list of the node that evaluates it). Returns the build process's seconds, or
     None when it could not run: that is no verdict, the evaluation builds again and reports."""
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     config = job.judge_config()
     scratch = Path(tempfile.mkdtemp(prefix="kw-judge-"))
     try:

@@ -39,12 +39,13 @@ from pathlib import Path
 from typing import AsyncIterator, Iterable, Iterator
 
 from .. import api
-from .admission import MemoryAdmission, memory_key, run_admitted
-from . import gpu_health
-from ..request import SourceText, make_request, text_of
 from ..candidate_kinds import backend_of
 from ..config import JudgeConfig
+from ..gpulock import lock_folder
+from ..request import SourceText, make_request, text_of
 from ..sweep import sweep_config
+from . import gpu_health
+from .admission import MemoryAdmission, memory_key, run_admitted
 from .ledger import GpuLedger
 from ..verdict import ERROR, Verdict
 
@@ -446,8 +447,6 @@ def gpu_free_bytes(gpu: str) -> int | None:
 def machine_ledger(gpu: str) -> GpuLedger | None:
     """The machine-wide admission ledger of GPU `gpu` (judge/scheduling/ledger.py), in the GPU lock folder;
     None where that folder cannot be made (admission then counts this pool's jobs only)."""
-    from ..gpulock import lock_folder
-
     folder = lock_folder("cuda")
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from ...files import atomic_write
-from ..request import SourceText
 from ..config import JudgeConfig
-from . import baseline_child
+from ..request import SourceText
+from . import baseline_child, baseline_lane
+from .pool import JudgeJob
 
 REQUEST_SUFFIX = ".reference.json"
 RESULT_SUFFIX = ".reference_timing.json"
@@ -92,9 +93,6 @@ def measure_folders(folders: list[Path], pool, log=None) -> list[str]:
 
 def measure_request(request: Path, pool) -> dict[str, Any]:
     """The record of one reference request; a failure is said in the record, never raised."""
-    from . import baseline_lane
-    from .pool import JudgeJob
-
     try:
         data = json.loads(request.read_text())
         config = JudgeConfig.from_dict({**(pool.config.to_dict() if pool.config else {}), **(data.get("config") or {})})

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 
 from ..hardware import DeviceLimits, detect_limits
 from ..template import Template, parse_template
+from . import conv, gemm, pointwise, pool, rowwise
+from .assemble import embed_reference, forward_source, template_source
+from .fuse import partition
+from .graph import capture
 from .ir import Unsupported
+from .layout import check_layouts
+from .lower import lower
 
 
 class NoTemplate(Exception):
@@ -39,13 +45,6 @@ class LibraryMatch:
 def build_template(problem, *, allow_tf32: bool = False, limits: DeviceLimits | None = None,
                    seed: int = 0) -> LibraryMatch:
     """A template implementing `problem`'s whole forward with library kernels, or NoTemplate."""
-    from . import conv, gemm, pointwise, pool, rowwise
-    from .assemble import embed_reference, forward_source, template_source
-    from .fuse import partition
-    from .graph import capture
-    from .layout import check_layouts
-    from .lower import lower
-
     limits = limits or detect_limits()
     try:
         program = lower(capture(problem, seed))

@@ -13,6 +13,9 @@ from typing import Any
 
 import torch
 
+from kernelwright.tune.constraints import parse_constraint
+from kernelwright.tune.params import activity_constraint, parse_param
+
 from . import exprs
 from .fuse import Group
 from .ir import IRNode
@@ -47,8 +50,6 @@ def declare(values: list, spec: dict[str, Any] | None) -> Any:
 
 def activity_constraints(params: dict[str, list], specs: dict[str, dict[str, Any]]) -> list[str]:
     """The constraints the `when` of each parameter adds, as the template parser makes them."""
-    from kernelwright.tune.params import activity_constraint, parse_param
-
     found = []
     for name, spec in specs.items():
         text = activity_constraint(name, parse_param(name, declare(params[name], spec))[1])
@@ -120,8 +121,6 @@ def choose_default(params: dict[str, list], constraints: list[str], env: dict[st
     """`preferred` when it satisfies the constraints (and the `when` of conditional parameters,
     `specs`), else the feasible configuration nearest to it (in log2 distance per numeric
     parameter), so every default instance can run."""
-    from kernelwright.tune.constraints import parse_constraint
-
     checks = [parse_constraint(c) for c in constraints + activity_constraints(params, specs or {})]
     best, best_distance = None, math.inf
     names = list(params)

@@ -27,10 +27,10 @@ import math
 import torch
 
 from .codegen import (
-    Emitter, GroupCode, call_args, choose_default, load_suffix, operand_names, pointwise_line, pow2_range,
-    store_value, torch_dtype,
-)
+                      Emitter, GroupCode, call_args, choose_default, load_suffix, operand_names, pointwise_line, pow2_range,
+                      store_value, torch_dtype)
 from .fuse import Group
+from .runtime import kw_phase_taps
 
 
 def _pad3(values: tuple, fill: int) -> tuple:
@@ -242,8 +242,6 @@ def _emit_launcher(group: Group, kname: str, lname: str, prefix: str, fp32: bool
 def _gemm_sizes(conv) -> tuple[int, int, int]:
     """(M, N, K) of each group's implicit GEMM at the example sizes (a transposed convolution: of
     its largest phase)."""
-    from .runtime import kw_phase_taps
-
     x, w = conv.args[:2]
     groups = conv.params["groups"]
     cout = w.shape[1] * groups if conv.params["transposed"] else w.shape[0]

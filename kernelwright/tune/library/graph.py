@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.export import Dim
+
+from .ir import Unsupported
 
 
 @dataclass
@@ -32,8 +35,6 @@ def capture(problem, seed: int = 0) -> Captured:
     so nothing of the real size is allocated or computed. A model that cannot be built or traced
     on meta (it reads a value with `.item()`, say) is exported on the CPU instead.
     """
-    from .ir import Unsupported
-
     failures = []
     for device in ("meta", "cpu"):
         try:
@@ -64,8 +65,6 @@ def _meta_model(problem, seed: int):
 
 
 def _export(model, args: tuple, failures: list[str], device: str) -> Captured | None:
-    from torch.export import Dim
-
     # numbers are specialised to their example value (the judge passes get_inputs()'s own)
     dynamic = tuple({i: Dim.AUTO for i in range(x.dim())} if isinstance(x, torch.Tensor) else None for x in args)
     for shapes in (dynamic, None):

@@ -13,13 +13,15 @@ take a single pass, and a row may be split over SPLIT programs (partials, then a
 """
 from __future__ import annotations
 
+import torch
+
 from .codegen import (
-    Emitter, GroupCode, call_args, choose_default, load_suffix, operand, operand_names, pointwise_line,
-    pow2_range, store_value, torch_dtype,
-)
+                      Emitter, GroupCode, call_args, choose_default, load_suffix, operand, operand_names, pointwise_line,
+                      pow2_range, store_value, torch_dtype)
 from .fuse import FULL, Group
 from .ir import REDUCE, IRNode
 from .rowstats import COMBINE, FINISH, NEUTRAL, emit_online, find_stats, slot_count
+from .runtime import kw_row_layout
 
 
 
@@ -78,8 +80,6 @@ class _Plan:
 
 def _bshape(x: IRNode, group: Group) -> tuple[int, ...]:
     """An input's shape broadcast to the domain's rank, as the group reads it."""
-    import torch
-
     full = tuple(torch.broadcast_shapes(x.shape, group.domain))
     keep = group.keep_shape
     reduced_only = all(x_s == 1 for x_s, d in zip(_pad(x.shape, len(full)), range(len(full)), strict=False) if d in group.dims)
@@ -283,8 +283,6 @@ def _emit_launcher(group: Group, plan: _Plan, kname: str, lname: str, prefix: st
 
 def _extents(group: Group) -> tuple[int, int, int]:
     """(P, R, Q) of the example shapes, the sizes the constraints use."""
-    from .runtime import kw_row_layout
-
     shape, dims = group.domain, group.dims
     p_dims, q_dims = kw_row_layout(shape, dims)
     return (_prod(shape[d] for d in p_dims), _prod(shape[d] for d in dims), _prod(shape[d] for d in q_dims))

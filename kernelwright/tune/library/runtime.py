@@ -6,6 +6,8 @@ zero stride, and adjacent dimensions that are laid out contiguously for every op
 one, so the common all-contiguous case becomes a flat index.
 """
 
+import torch
+
 
 def kw_strides(t, shape):
     """Strides of `t` broadcast to `shape` (0 along broadcast dimensions)."""
@@ -61,7 +63,6 @@ def kw_wave(t, num_warps):
     GPU (the Triton interpreter) a few programs, so the loop over blocks is still exercised."""
     if t.device.type != "cuda":
         return 4
-    import torch
 
     props = torch.cuda.get_device_properties(t.device)
     per_sm = max(1, props.max_threads_per_multi_processor // (32 * num_warps))
