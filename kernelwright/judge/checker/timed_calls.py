@@ -22,7 +22,10 @@ from ..checks import check_flag
 from ..verdict import REJECT, Flag, TimingStats
 
 SAMPLE_SHARE = 0.1
-SAMPLE_MIN = 3
+# at least this many checked a repeat: the time is a median, so a candidate must be fast (and wrong)
+# on half its timed calls to move it, and 5 random checks then catch it with 97% a repeat (99.9%
+# over the two a steady timing takes), however few calls `timed_wall_ms` leaves a short kernel
+SAMPLE_MIN = 5
 TIMED = "timed"
 
 
