@@ -31,3 +31,23 @@ def write_problems(folder: Path, scales: tuple[int, ...] = (2, 3)) -> list[Path]
     for scale in scales:
         (folder / f"relu_x{scale}.py").write_text(TINY.format(scale=scale))
     return sorted(folder.glob("*.py"))
+
+
+# hand-written test problem in KernelBench format: a bare matmul, so torch.compile writes no Triton
+# kernel of its own (inductor calls the library): no seed can be exported from it
+BARE_MATMUL = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(16, 32), torch.randn(32, 8)]
+
+
+def get_init_inputs():
+    return []
+"""

@@ -11,24 +11,8 @@ from kernelwright.search.drivers.seed_start import _device
 from kernelwright.search.drivers.session import RunOptions, run_search
 from kernelwright.search.settings import Settings, seed_start_default
 from kernelwright.store import RunStore
-from tests.tiny_problem import FAST, TINY
+from tests.tiny_problem import BARE_MATMUL, FAST, TINY
 
-BARE_MATMUL = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        return torch.matmul(a, b)
-
-
-def get_inputs():
-    return [torch.randn(16, 32), torch.randn(32, 8)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 
 def _options(tmp_path, problem_text: str, **settings) -> RunOptions:

@@ -14,7 +14,7 @@ from kernelwright.judge import judge
 from kernelwright.judge.candidate_kinds import scan
 from kernelwright.problem import load_candidate, load_problem
 from kernelwright.seed import ORIGIN, SeedError, SeedOptions, seed_problem
-from tests.tiny_problem import FAST
+from tests.tiny_problem import BARE_MATMUL, FAST
 
 REPO = Path(__file__).resolve().parents[2]
 JUDGE = dataclasses.replace(FAST, device="auto", time=False)  # where the seed was written: the GPU if there is one
@@ -46,22 +46,6 @@ def get_init_inputs():
     return [2.0]
 """
 
-BARE_MATMUL = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, a, b):
-        return torch.matmul(a, b)
-
-
-def get_inputs():
-    return [torch.randn(16, 32), torch.randn(32, 8)]
-
-
-def get_init_inputs():
-    return []
-"""
 
 
 @pytest.fixture(scope="module")
