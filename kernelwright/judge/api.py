@@ -325,7 +325,9 @@ def check_trusted_files(verdict: Verdict, files: trusted.TrustedFiles, before: d
     this judge); a confined one could not have made them and is only told."""
     changes = files.changes(before, files.snapshot())
     if not confined and not changes:
-        how = verdict.process.isolation.get("filesystem", "unknown") if verdict.process else "unknown"
+        isolation = verdict.process.isolation if verdict.process else {}
+        reason = (isolation.get("confinement") or {}).get("reason") if isinstance(isolation.get("confinement"), dict) else ""
+        how = reason or isolation.get("filesystem", "unknown")  # why first: the summary is long
         verdict.flags.append(Flag("unconfined", WARN, f"candidate code ran without filesystem confinement ({how}); "
                                   "the judge's files were checked after it and were unchanged"))
     if not changes:

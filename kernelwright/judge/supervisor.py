@@ -242,7 +242,6 @@ class Supervisor:
     def _child_setup(self, server: service.Server | None, service_ok: bool) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent(signal.SIGKILL)
-        _stack_dumps(os.environ.get(DEBUG_STACKS, ""))
         if server is not None:
             server.sock.close()
             if service_ok:
@@ -278,6 +277,7 @@ class Supervisor:
         report = self._confine(self.runner_writable(), hidden=self.runner_hidden(), scope_signals=True)
         os.write(report_fd, json.dumps(report).encode())
         os.close(report_fd)
+        _stack_dumps(os.environ.get(DEBUG_STACKS, ""))  # after confining: its watchdog is a thread
         from .runner.main import serve  # noqa: PLC0415 -- in the runner child only, after its confinement: runner.main brings torch, which the supervisor never imports
 
         return serve(sock.detach())
@@ -300,6 +300,7 @@ class Supervisor:
         report = self._confine(self.worker_writable(), scope_signals=False)
         os.write(report_fd, json.dumps(report).encode())
         os.close(report_fd)
+        _stack_dumps(os.environ.get(DEBUG_STACKS, ""))  # after confining: its watchdog is a thread
         return checker.main([str(self.request_path), "--phase", self.phase])
 
     def _confine(self, writable: list[Path], hidden: list[Path] = (), scope_signals: bool = True) -> dict[str, Any]:
@@ -618,7 +619,9 @@ DEBUG_STACKS = "KW_DEBUG_STACKS"  # seconds: both children print every thread's 
 def _stack_dumps(every: str) -> None:
     """With $KW_DEBUG_STACKS=N, the checker and the runner print every thread's Python stack to
     stderr every N seconds (faulthandler's watchdog): where a hang is shows in the verdict's
-    stderr tail when the time limit ends the evaluation."""
+    stderr tail when the time limit ends the evaluation. Started after the process confined
+    itself: the watchdog is a thread, and Landlock binds only the thread that confines (with it
+    running first, the H200 smoke run of 2026-11-28 flagged every verdict `unconfined`)."""
     try:
         seconds = float(every)
     except ValueError:

@@ -103,3 +103,35 @@ def test_the_checker_is_told_an_active_mps_server_by_an_empty_note_so_it_times_t
     assert note() == ""  # the checker's link then times with its own events
     monkeypatch.delenv(checker.MPS_NOTE)
     assert note()  # unset: no server, the runner times itself
+
+
+_RELU = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(64)]
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Landlock is Linux-only")
+def test_with_stack_dumps_asked_for_the_candidate_still_runs_confined(tmp_path, monkeypatch):
+    """$KW_DEBUG_STACKS starts faulthandler's watchdog, a thread: started before the runner confined
+    itself, Landlock bound only the main thread and every verdict said `unconfined` (H200 smoke run,
+    2026-11-28). It starts after confinement now."""
+    from kernelwright.judge.api import judge
+    from kernelwright.judge.confine import landlock_abi
+    from kernelwright.judge.supervisor import DEBUG_STACKS
+
+    if landlock_abi()[0] < 1:
+        pytest.skip(f"no Landlock here: {landlock_abi()[1]}")
+    monkeypatch.setenv(DEBUG_STACKS, "600")
+    candidate = _RELU.replace("class Model", "class ModelNew")
+    verdict = judge(SourceText(_RELU, "relu"), SourceText(candidate, "relu_new"),
+                    JudgeConfig(device="cpu", trials=1, time=False, baselines=(), cache_dir=str(tmp_path)))
+    report = verdict.process.isolation["confinement"]
+    assert verdict.process.confined and report["threads"] == 1, report
+    assert not [f for f in verdict.flags if f.code == "unconfined"]
