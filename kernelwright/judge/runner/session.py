@@ -260,7 +260,12 @@ class Session:
         return [o.detach() for o in outs] + filled
 
     def burst(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
-        """Forward repeated for `ms` milliseconds on the current inputs (the energy window)."""
+        """Forward repeated for `ms` milliseconds on the current inputs (the energy window). The
+        profiler's phase ends first: these calls have no marks, and their kernels would be filed
+        under the last timed call (a cuBLAS + Triton candidate read as thousands of matmuls in one
+        call, `observed_work`, H200 2026-11-28)."""
+        if self.observer is not None:
+            self.observer.end()
         seconds = float(frame.header.get("ms") or 0) / 1e3
         calls, deadline = 0, time.perf_counter() + seconds
         try:

@@ -326,7 +326,7 @@ def test_on_a_gpu_a_candidate_that_fits_only_without_the_kept_references_passes_
     config = JudgeConfig(device="cuda", trials=5, baselines=(), reference_device_share=0.5)
     with JudgePool(config, per_gpu=1) as pool:
         [verdict] = pool.judge_many([JudgeJob(SourceText(_BIG_RELU, "big_relu"), candidate)])
-    assert verdict.status == PASS, verdict.error
+    assert verdict.status == PASS, (verdict.error, [(f.code, f.message[:300]) for f in verdict.flags])
     codes = [f.code for f in verdict.flags if f.code.startswith("oom")]
     # this test's own process holds a CUDA context on the GPU: the pool may first judge it again alone
     assert codes in ([OOM_REFERENCE_ON_HOST], [OOM_RETRIED, OOM_REFERENCE_ON_HOST]), codes

@@ -65,6 +65,7 @@ def run(ctx: Context) -> Loaded | None:
             if refs is None:
                 return None
             staged = refstage.stage(ctx, reply, refs, time.perf_counter() - computing)
+        refstage.release_cached(device)
     if cache is None:
         with ctx.timer("reference_store"):
             cache = refstage.store(ctx, staged)

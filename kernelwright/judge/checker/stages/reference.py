@@ -130,6 +130,21 @@ def hit_record(reply: dict[str, Any]) -> dict[str, Any]:
     return {"hit": True, "key": reply.get("key", ""), "verify_s": reply.get("verify_s")}
 
 
+def release_cached(device: str) -> None:
+    """Give the driver back what the caching allocator holds but no tensor uses (the reference's
+    intermediates, outputs copied to the host), under the hold that computed them: memory the judge
+    only reserved must not be the room a candidate runs out of (an H200 run, 2026-11-28: the
+    checker held 14 GiB while the candidate ran out of memory). Kept references stay."""
+    if not device.startswith("cuda"):
+        return
+    import torch
+
+    try:
+        torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - a broken context shows at the next device call
+        pass
+
+
 def open_context(device: str) -> None:
     """Create this process's CUDA context now, before the device's hold: it is driver work, 1.2 s a
     worker beside 11 others on the H100 (docs/benchmarks.md), that used to run inside the hold at
