@@ -134,7 +134,17 @@ def summary(folders: list[Path], run: dict) -> dict:
             "baselines_measured": sum(b is False for b in baselines), "baselines_cached": sum(b is True for b in baselines),
             "reference_profiles": {"collected": sum(o.startswith("collected") for o in origins),
                                    "reused": sum(o.startswith("cached") for o in origins)},
-            "statuses": sorted(f"{v.candidate}: {v.status}" for v in verdicts)}
+            "statuses": sorted(f"{v.candidate}: {v.status}" for v in verdicts),
+            "profiles": {v.candidate: _profile_said(v.profile) for v in correct},
+            "log_tail": run["log"][-40:]}
+
+
+def _profile_said(profile: dict | None) -> str:
+    """A correct candidate's profile in one line: its status and why, when it is not ok."""
+    if not profile:
+        return "none"
+    why = "; ".join(str(n) for n in (profile.get("notes") or [])[:3])
+    return f"{profile.get('status', '?')}" + (f": {str(why)[:300]}" if why and profile.get("status") != "ok" else "")
 
 
 def one_round(tree: str, args: argparse.Namespace, scratch: Path, label: str) -> dict:

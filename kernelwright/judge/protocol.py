@@ -55,6 +55,7 @@ _LEN = struct.Struct("!Q")
 # the ops of the channel (see the module docstring)
 LOAD, BUILD, INPUTS, CALL, BURST, SYNC, REPORT, FINISH = ("load", "build", "inputs", "call", "burst", "sync", "report",
                                                          "finish")
+TRIM = "trim"  # the runner gives its allocator's unused blocks back (the checker ran out of memory)
 
 
 class ChannelError(Exception):

@@ -138,6 +138,10 @@ class RunnerLink:
     def burst(self, ms: float) -> dict[str, Any]:
         return self.request({"op": protocol.BURST, "ms": ms}).header
 
+    def trim(self) -> dict[str, Any]:
+        """The runner's cached device memory given back (`Session.trim`); its reply."""
+        return self.request({"op": protocol.TRIM}, timeout=60).header
+
     # ------------------------------------------------------------------ the shared inputs
 
     def share(self, args: list, grad_outputs: list | None = None, poison: list[int] | None = None) -> None:

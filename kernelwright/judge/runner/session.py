@@ -63,7 +63,7 @@ class Session:
     def serve(self) -> int:
         handlers = {protocol.LOAD: self.load, protocol.BUILD: self.build, protocol.INPUTS: self.inputs,
                     protocol.CALL: self.call, protocol.BURST: self.burst, protocol.REPORT: self.report,
-                    protocol.FINISH: self.report, protocol.SYNC: self.sync}
+                    protocol.FINISH: self.report, protocol.SYNC: self.sync, protocol.TRIM: self.trim}
         while True:
             try:
                 frame = protocol.receive(self.sock)
@@ -289,6 +289,19 @@ class Session:
             except Exception as exc:  # noqa: BLE001 - a broken context: the checker's first copy stands
                 return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}, []
         return {"ok": True}, []
+
+    def trim(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
+        """Give the device memory the allocator caches but no tensor uses back to the driver: the
+        checker ran out of memory beside this process (a forward's freed workspace stays cached).
+        What the candidate still holds live is its own; the reply says how much that is."""
+        if not self.device.startswith("cuda"):
+            return {"ok": True, "held": 0}, []
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            return {"ok": True, "held": int(torch.cuda.memory_reserved())}, []
+        except Exception as exc:  # noqa: BLE001 - a broken context: the checker's retry shows it
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}, []
 
     def report(self, frame: protocol.Frame) -> tuple[dict[str, Any], list[bytes]]:
         """What was observed (ends the profiler's phase), the device time of self-timed calls, the

@@ -28,13 +28,13 @@ def run(ctx: Context, built: Built) -> Checked | None:
     try:
         with ctx.on_device(loaded.lock, "shared"), ctx.timer("check"):
             for case in loaded.cases:
-                result, raised = run_trial(ctx, built, case, record=case is first or case is last)
+                result, raised = trial_with_room(ctx, built, case, record=case is first or case is last)
                 case.pinned = []  # trial 0 ran while the reference's outputs were still held: now free them
                 ctx.verdict.trials.append(result)
                 ctx.writer.write(ctx.verdict, complete=False)
                 if raised is None and case is first and result.ok:
                     with ctx.timer("guards"):
-                        guard_output_cache(ctx, built)
+                        with_room(built, lambda: guard_output_cache(ctx, built))
                 if raised is not None:
                     stop_on_exception(ctx, built, result, raised)
                     return None
@@ -42,6 +42,9 @@ def run(ctx: Context, built: Built) -> Checked | None:
                 observed = built.link.report()
     except RunnerGone as exc:
         ctx.stop(FAIL, ctx.runner.death(str(exc)), stage="check")
+        return None
+    except OutOfRoom as exc:  # the output cache guard's call
+        ctx.stop(FAIL, f"the refill call: {exc}", stage="check")
         return None
     buckets = {k: dict(v) for k, v in (observed.get("buckets") or {}).items()}
     ctx.verdict.ops = dict(buckets.get("python", {}))
@@ -51,6 +54,46 @@ def run(ctx: Context, built: Built) -> Checked | None:
         observation_flags(ctx, observed)
         judge_work(ctx, checked)
     return checked
+
+
+def trial_with_room(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
+    """`run_trial`, given room when this process runs out of device memory (`with_room`); a second
+    shortage fails the trial with the out-of-memory text (the pool then judges it again alone, and
+    with the references on the host, before holding it against the candidate)."""
+    result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
+                         fallback_from=case.fallback_from)
+    try:
+        return with_room(built, lambda: run_trial(ctx, built, case, record))
+    except OutOfRoom as exc:
+        result.message = str(exc)
+        return result, "OutOfMemoryError"
+
+
+class OutOfRoom(Exception):
+    """The checker ran out of device memory twice, the runner's cache given back in between."""
+
+
+def with_room(built: Built, step):
+    """`step()`; when the checker's own allocation runs out of device memory (the runner's allocator
+    keeps a forward's freed workspace cached: a candidate using most of the GPU inside forward left
+    no room to copy and compare its outputs, H200 2026-11-28), the runner and this process give
+    their cached blocks back and `step` runs once more. Raises OutOfRoom when it runs out again:
+    the memory is then held live by the candidate's process (or by others on the GPU)."""
+    import torch
+
+    try:
+        return step()
+    except torch.OutOfMemoryError:
+        pass
+    reply = built.link.trim()
+    torch.cuda.empty_cache()
+    try:
+        return step()
+    except torch.OutOfMemoryError as exc:
+        held = reply.get("held")
+        still = f"; the candidate's process still holds {held / (1 << 30):.2f} GiB" if isinstance(held, int) else ""
+        raise OutOfRoom(f"CUDA out of memory: the judge could not allocate what it needs to check this call even "
+                        f"after the candidate's process gave its cached blocks back{still} ({exc})"[:1500]) from None
 
 
 def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
