@@ -140,11 +140,16 @@ def summary(folders: list[Path], run: dict) -> dict:
 
 
 def _profile_said(profile: dict | None) -> str:
-    """A correct candidate's profile in one line: its status and why, when it is not ok."""
+    """A correct candidate's profile in one line: its status, its ncu seconds and, when it is not ok,
+    why (its notes and notices)."""
     if not profile:
         return "none"
-    why = "; ".join(str(n) for n in (profile.get("notes") or [])[:3])
-    return f"{profile.get('status', '?')}" + (f": {str(why)[:300]}" if why and profile.get("status") != "ok" else "")
+    said = f"{profile.get('status', '?')}; overhead_s {profile.get('overhead_s') or {}}"
+    if profile.get("status") != "ok":
+        why = list(profile.get("notes") or []) + [f.get("text", "") for f in profile.get("findings") or []
+                                                   if f.get("kind") == "notice"]
+        said += "; " + " | ".join(str(w) for w in why)[:700]
+    return said
 
 
 def one_round(tree: str, args: argparse.Namespace, scratch: Path, label: str) -> dict:

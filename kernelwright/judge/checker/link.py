@@ -86,6 +86,7 @@ class RunnerLink:
         self.self_time = self_time and self.gpu
         self.clock = ("runner_events" if self.self_time else "checker_events") if self.gpu else "wall_cpu"
         self.n = 0
+        self.held: int | None = None  # device memory the runner still held after a `trim`
         self.faulted = False  # a CUDA fault during a call ended this process's context too (`shared_fault`)
         self.shared: list = []  # the shared input buffers (and values), in argument order
         self.shared_grads: list = []
@@ -141,6 +142,25 @@ class RunnerLink:
     def trim(self) -> dict[str, Any]:
         """The runner's cached device memory given back (`Session.trim`); its reply."""
         return self.request({"op": protocol.TRIM}, timeout=60).header
+
+    def with_room(self, step):
+        """`step()`, one of this process's own device allocations beside the runner (copying a call's
+        outputs, making inputs, comparing); when it runs out of device memory, the runner gives back
+        the blocks its allocator caches (a forward's freed workspace: a candidate using most of the
+        GPU inside forward left no room to copy its outputs, H200 2026-11-28), so does this process,
+        and `step` runs once more; a second shortage is raised (`self.held`: what the runner still
+        holds, in bytes)."""
+        import torch
+
+        try:
+            return step()
+        except torch.OutOfMemoryError:
+            if not self.gpu:
+                raise
+        reply = self.trim()
+        self.held = reply.get("held") if isinstance(reply.get("held"), int) else None
+        torch.cuda.empty_cache()
+        return step()
 
     # ------------------------------------------------------------------ the shared inputs
 
@@ -293,10 +313,10 @@ class RunnerLink:
             result.late = True
             end = torch.cuda.Event(enable_timing=True)
             end.record(stream)
-            outputs = [o.clone() for o in self._outputs(reply)]
+            outputs = self.with_room(lambda: [o.clone() for o in self._outputs(reply)])
             self.prediction, self.snaps = descriptors, outputs
         self._settle(end)
-        result.outputs = [o.clone() for o in outputs]
+        result.outputs = self.with_room(lambda: [o.clone() for o in outputs])
         result.ms = start.elapsed_time(end)
         self._split_grads(result, reply)
         return result

@@ -16,6 +16,8 @@ TRIALS = "trials"
 
 def run(ctx: Context, built: Built) -> Checked | None:
     """All trials and guards; None when a trial raised (the verdict is then decided)."""
+    import torch
+
     from ... import check
     from ..link import RunnerGone
 
@@ -34,7 +36,7 @@ def run(ctx: Context, built: Built) -> Checked | None:
                 ctx.writer.write(ctx.verdict, complete=False)
                 if raised is None and case is first and result.ok:
                     with ctx.timer("guards"):
-                        with_room(built, lambda: guard_output_cache(ctx, built))
+                        guard_output_cache(ctx, built)
                 if raised is not None:
                     stop_on_exception(ctx, built, result, raised)
                     return None
@@ -43,8 +45,8 @@ def run(ctx: Context, built: Built) -> Checked | None:
     except RunnerGone as exc:
         ctx.stop(FAIL, ctx.runner.death(str(exc)), stage="check")
         return None
-    except OutOfRoom as exc:  # the output cache guard's call
-        ctx.stop(FAIL, f"the refill call: {exc}", stage="check")
+    except torch.OutOfMemoryError as exc:  # the output cache guard's call
+        ctx.stop(FAIL, f"the refill call: {out_of_room(built.link, exc)}", stage="check")
         return None
     buckets = {k: dict(v) for k, v in (observed.get("buckets") or {}).items()}
     ctx.verdict.ops = dict(buckets.get("python", {}))
@@ -57,43 +59,26 @@ def run(ctx: Context, built: Built) -> Checked | None:
 
 
 def trial_with_room(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
-    """`run_trial`, given room when this process runs out of device memory (`with_room`); a second
-    shortage fails the trial with the out-of-memory text (the pool then judges it again alone, and
-    with the references on the host, before holding it against the candidate)."""
-    result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
-                         fallback_from=case.fallback_from)
-    try:
-        return with_room(built, lambda: run_trial(ctx, built, case, record))
-    except OutOfRoom as exc:
-        result.message = str(exc)
-        return result, "OutOfMemoryError"
-
-
-class OutOfRoom(Exception):
-    """The checker ran out of device memory twice, the runner's cache given back in between."""
-
-
-def with_room(built: Built, step):
-    """`step()`; when the checker's own allocation runs out of device memory (the runner's allocator
-    keeps a forward's freed workspace cached: a candidate using most of the GPU inside forward left
-    no room to copy and compare its outputs, H200 2026-11-28), the runner and this process give
-    their cached blocks back and `step` runs once more. Raises OutOfRoom when it runs out again:
-    the memory is then held live by the candidate's process (or by others on the GPU)."""
+    """`run_trial`, whose own device allocations get room from the runner's cache when they run out
+    (`link.with_room`); a shortage that remains fails the trial with the out-of-memory text (the pool
+    then judges it again alone, and with the references on the host, before holding it against the
+    candidate)."""
     import torch
 
     try:
-        return step()
-    except torch.OutOfMemoryError:
-        pass
-    reply = built.link.trim()
-    torch.cuda.empty_cache()
-    try:
-        return step()
+        return run_trial(ctx, built, case, record)
     except torch.OutOfMemoryError as exc:
-        held = reply.get("held")
-        still = f"; the candidate's process still holds {held / (1 << 30):.2f} GiB" if isinstance(held, int) else ""
-        raise OutOfRoom(f"CUDA out of memory: the judge could not allocate what it needs to check this call even "
-                        f"after the candidate's process gave its cached blocks back{still} ({exc})"[:1500]) from None
+        result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
+                             fallback_from=case.fallback_from)
+        result.message = out_of_room(built.link, exc)
+        return result, "OutOfMemoryError"
+
+
+def out_of_room(link, exc: BaseException) -> str:
+    held = getattr(link, "held", None)
+    still = f"; the candidate's process still holds {held / (1 << 30):.2f} GiB" if isinstance(held, int) else ""
+    return (f"CUDA out of memory: the judge could not allocate what it needs to check this call even after the "
+            f"candidate's process gave its cached blocks back{still} ({exc})")[:1500]
 
 
 def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
@@ -104,15 +89,16 @@ def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[T
     ctx.writer.progress(f"trial {case.index} {case.variant}")
     result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
                          fallback_from=case.fallback_from)
-    pristine = check.make_inputs(loaded.problem, case.seed, case.variant, loaded.device)
-    grad_outputs = grad_outputs_for(loaded, case)
+    room = built.link.with_room
+    pristine = room(lambda: check.make_inputs(loaded.problem, case.seed, case.variant, loaded.device))
+    grad_outputs = room(lambda: grad_outputs_for(loaded, case))
     share(ctx, built, pristine, grad_outputs)
     called = built.link.call(pristine, grad_outputs, phase=TRIALS, record=record)
     if called.error is not None:
         result.message = called.error
         return result, called.error_type or "error"
     outs = called.outputs
-    cmp = compare_outputs(ctx, called, case.ref_outputs, loaded.device)
+    cmp = room(lambda: compare_outputs(ctx, called, case.ref_outputs, loaded.device))
     result.ok, result.message = cmp.ok, cmp.message
     result.shape_ok, result.dtype_ok, result.nonfinite = cmp.shape_ok, cmp.dtype_ok, cmp.nonfinite
     result.max_abs_err, result.max_rel_err, result.rel_l2_err = cmp.max_abs_err, cmp.max_rel_err, cmp.rel_l2_err
