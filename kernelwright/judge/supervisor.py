@@ -65,6 +65,11 @@ RUNNER_FOLDER = "runner"  # the runner's cwd, HOME, TMPDIR and caches: all it ma
 RUNNER_OPS = frozenset({"build"})  # what the runner may ask of the service
 # the judge's own variables: the candidate's process gets none of them
 SUPERVISOR_ONLY = ("KW_CACHE_DIR", "KW_PARENT_PID")
+# what only the candidate's process may see: with CUDA_LAUNCH_BLOCKING=1 (the rerun that locates a
+# fault, judge/locate.py) the checker's stream waits on the runner's flags would block its host
+# thread, and a runner that faults before writing `done` left the checker waiting until the time
+# limit, never reading the runner's error (H200, 2026-11-28: "the rerun ... ran out of time")
+RUNNER_ONLY = ("CUDA_LAUNCH_BLOCKING",)
 _LOCK_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,120}$")
 PR_SET_PDEATHSIG = 1
 
@@ -288,6 +293,8 @@ class Supervisor:
         from .checker import main as checker  # noqa: PLC0415 -- in the checker child only: the checker's modules are never in the runner's process, forked from this one
 
         self._child_setup(server, service_ok=True)
+        for name in RUNNER_ONLY:
+            os.environ.pop(name, None)
         if os.getppid() != self.pid:
             return 3
         os.environ.update({checker.RUNNER_FD: str(sock.fileno()), checker.RUNNER_PID: str(self.runner_pid),

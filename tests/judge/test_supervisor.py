@@ -135,3 +135,17 @@ def test_with_stack_dumps_asked_for_the_candidate_still_runs_confined(tmp_path, 
     report = verdict.process.isolation["confinement"]
     assert verdict.process.confined and report["threads"] == 1, report
     assert not [f for f in verdict.flags if f.code == "unconfined"]
+
+
+def test_launch_blocking_reaches_the_candidates_process_only():
+    """The fault-locating rerun sets CUDA_LAUNCH_BLOCKING=1 for the candidate's launches; in the
+    checker it would turn its stream waits on the runner's flags into host waits (a deadlock when
+    the runner faults before writing `done`)."""
+    import inspect
+
+    from kernelwright.judge import supervisor
+
+    assert "CUDA_LAUNCH_BLOCKING" in supervisor.RUNNER_ONLY
+    checker_child = inspect.getsource(supervisor.Supervisor._checker_child)
+    runner_child = inspect.getsource(supervisor.Supervisor._runner_child)
+    assert "RUNNER_ONLY" in checker_child and "RUNNER_ONLY" not in runner_child
