@@ -11,14 +11,15 @@ import runpy
 import sys
 
 
-def main() -> None:
+def main(cache_dir: str | None = None) -> None:
+    """`cache_dir`: the judge's cache root, written into the shim by `profiling.build_cache_python`."""
     args = sys.argv[1:]
     if len(args) < 2 or args[0] != "-m":
         sys.exit("usage: <shim> -m MODULE [ARGS...]")
     try:
         from kernelwright.judge.compile import install_build_cache  # noqa: PLC0415 -- the shim runs the module even where the judge's build cache cannot be imported: it only adds the cache
 
-        install_build_cache()  # a miss is answered by the judge's supervisor ($KW_JUDGE_SERVICE)
+        install_build_cache(cache_dir)  # a miss is answered by the judge's supervisor ($KW_JUDGE_SERVICE)
     except Exception as exc:  # noqa: BLE001 - without the cache the module still runs, building afresh
         print(f"kernelwright: build cache not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
     sys.argv = [args[1], *args[2:]]

@@ -33,7 +33,8 @@ def profile_report(problem_path, candidate_path, verdict, config, device: str) -
         settings = kwprofile.ProfileConfig(overrides=dict(verdict.overrides), shrink=False, seed=config.seed,
                                  device="cuda" if device.startswith("cuda") else "cpu",
                                  timeout_s=config.timeout_s, budget_s=0.9 * config.timeout_s,
-                                 python=build_cache_python(), artifacts_dir=None, cache_dir=profile_cache(config))
+                                 python=build_cache_python(cache=cache_root(config.cache_dir)), artifacts_dir=None,
+                                 cache_dir=profile_cache(config))
         executor = profile_executor()
         report = kwprofile.profile_candidate(problem_path, candidate_path, settings, executor=executor,
                                    kernel_shares=kernel_shares(verdict, config))
@@ -42,7 +43,7 @@ def profile_report(problem_path, candidate_path, verdict, config, device: str) -
     if report.status == "ok":  # kernels with counters: they are compared with the reference's own
         try:
             add_reference(report, problem_path, dict(verdict.overrides), config.seed, settings, kwprofile.profile_candidate,
-                          executor, python_in=build_cache_python)
+                          executor, python_in=lambda folder: build_cache_python(folder, cache_root(config.cache_dir)))
         except Exception as exc:  # noqa: BLE001 -- the candidate's report stands without the reference's
             report.notes.append(f"The reference's profile could not be added: {type(exc).__name__}: {exc}")
     return report.to_dict()
@@ -79,10 +80,16 @@ def profile_executor():
     return ServiceExecutor()
 
 
-def build_cache_python(folder: Path = Path(".")) -> str:
-    """A `#!python` shim (in the worker's scratch folder) that runs `-m MODULE` with the build cache."""
+def build_cache_python(folder: Path = Path("."), cache: Path | None = None) -> str:
+    """A `#!python` shim (in the worker's scratch folder) that runs `-m MODULE` with the build cache
+    of `cache` (the judge's cache root, named in the shim: the profile's processes have no
+    $KW_CACHE_DIR and a scratch HOME, and without it looked in another folder, missed the build the
+    runner had published, asked to build, and were refused: every CUDA candidate's profile failed
+    in 5 s on the H200, 2026-11-28)."""
     shim = folder / "kw_python"
-    if not shim.exists():
-        shim.write_text(f"#!{sys.executable}\nfrom kernelwright.judge.cached_run import main\nmain()\n")
+    root = str(Path(cache if cache is not None else cache_root()).resolve())
+    text = f"#!{sys.executable}\nfrom kernelwright.judge.cached_run import main\nmain({root!r})\n"
+    if not shim.exists() or shim.read_text() != text:
+        shim.write_text(text)
         shim.chmod(0o755)
     return str(shim.resolve())
