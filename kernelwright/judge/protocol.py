@@ -28,6 +28,7 @@ Messages (checker -> runner; the runner answers each with one frame):
     call     n, phase, record -> outputs (descriptors) or error
     burst    milliseconds -> calls made (the energy window)
     sync     -> the runner's device work has drained
+    trim     -> the runner's cached device blocks given back (the checker ran out of memory beside it)
     report   -> what the runner observed so far (launches, ops, kernels per call)
     finish   -> the final report; the runner exits
 """
