@@ -75,10 +75,11 @@ def trial_with_room(ctx: Context, built: Built, case, record: bool = False) -> t
 
 
 def out_of_room(link, exc: BaseException) -> str:
+    """The trial's message when the checker's own allocation ran out (it keeps the out-of-memory text)."""
     held = getattr(link, "held", None)
-    still = f"; the candidate's process still holds {held / (1 << 30):.2f} GiB" if isinstance(held, int) else ""
-    return (f"CUDA out of memory: the judge could not allocate what it needs to check this call even after the "
-            f"candidate's process gave its cached blocks back{still} ({exc})")[:1500]
+    after = (f" even after the candidate's process gave its cached blocks back (it still holds "
+             f"{held / (1 << 30):.2f} GiB)") if isinstance(held, int) else ""
+    return f"CUDA out of memory: the judge could not allocate what it needs to check this call{after} ({exc})"[:1500]
 
 
 def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
