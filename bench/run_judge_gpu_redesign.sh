@@ -14,6 +14,10 @@
 #   adversarial 300 the earlier adversarial set and the legit kernels under kernelbench, library, strict
 #   runners    200  three batch runners sharing the GPU (no legitimate candidate rejected), peaks measured
 #                   beside them (within 0.5-1.2x the datasheet, or named)
+#   verify     330  what the third H200 session fixed without a GPU left: the admission test of a
+#                   candidate that fills the GPU inside forward (the checker's room: `trim`), the
+#                   fault-locating rerun (CUDA_LAUNCH_BLOCKING in the runner only), a small round's
+#                   profiles (the build-cache shim; why Triton profiles were `partial`)
 # Results under $OUT: smoke.log, pytest.log, evidence_redesign.{json,txt}, overhead_{old,new}.json,
 # four_runners.{json,md}, peaks.json.
 set -u
@@ -64,7 +68,13 @@ for what in "$@"; do
         runners)
             (python -m kernelwright device-peaks --force --json > "$OUT/peaks.json" 2>&1 &)
             part four_runners 200 python bench/four_runners.py --runners 3 --limit-s 180 ;;
+        verify)
+            part verify_pytest 180 python -m pytest -q -m gpu -p no:cacheprovider --tb=short \
+                "tests/judge/scheduling/test_admission.py::test_on_a_gpu_a_candidate_that_fits_only_without_the_kept_references_passes_judged_with_them_on_the_host" \
+                tests/judge/test_locate.py
+            part verify_round 150 python bench/round_speed.py --problems 19_ReLU --per-problem 3 --suites 1 \
+                --profile-budget 100 --limit-s 140 ;;
         *)
-            echo "unknown part '$what' (prepare smoke pytest redteam adversarial overhead runners)" >&2 ;;
+            echo "unknown part '$what' (prepare smoke pytest redteam adversarial overhead runners verify)" >&2 ;;
     esac
 done
