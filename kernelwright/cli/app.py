@@ -5,6 +5,8 @@ import importlib
 
 import typer
 
+from kernelwright import __version__
+
 app = typer.Typer(
     name="kernelwright",
     help="Turn a PyTorch reference program into faster, verified GPU kernels. "
@@ -18,8 +20,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from kernelwright import __version__
-
         typer.echo(f"kernelwright {__version__}")
         raise typer.Exit()
 

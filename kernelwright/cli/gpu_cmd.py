@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from . import exits
 
@@ -23,9 +25,9 @@ def device_peaks(
     as_json: bool = typer.Option(False, "--json", help="print the record as JSON"),
 ) -> None:
     """Measure copy bandwidth and fp32/tf32/bf16/fp16/fp64 matmul TFLOP/s; cache them per device and driver."""
-    import torch
+    import torch  # noqa: PLC0415 -- the CLI's start stays torch-free (torch takes 1-2 s): loaded when this command runs
 
-    from kernelwright.judge.peaks import ensure_peaks, peaks_path
+    from kernelwright.judge.peaks import ensure_peaks, peaks_path  # noqa: PLC0415 -- judge code beyond what judge/__init__.py loads is kept out of the CLI's start: loaded when this command runs
 
     if not torch.cuda.is_available():
         typer.echo("device-peaks needs a CUDA GPU; none is visible (torch.cuda.is_available() is False).", err=True)
@@ -38,9 +40,6 @@ def device_peaks(
 
 
 def _print_table(peaks, where: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     table = Table(title=f"{peaks.device_name} (driver {peaks.driver}), {peaks.source} {peaks.measured_at}")
     table.add_column("ceiling")
     table.add_column("value", justify="right")

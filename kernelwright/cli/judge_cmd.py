@@ -6,6 +6,8 @@ error or a problem file that cannot be loaded.
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -14,7 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kernelwright import configfile
+from kernelwright.judge import JudgeConfig
 from kernelwright.judge.scheduling.baseline_lane import DEFAULT_LANES
+from kernelwright.judge.verdict import Verdict
+from kernelwright.problem import ProblemError, load_problem, parse_override
+from kernelwright.problem.reference import reference_kind
+from kernelwright.rules import UnknownRuleSet, get
 
 from . import exits, heartbeat
 
@@ -28,8 +36,6 @@ def register(app: typer.Typer) -> None:
 
 
 def parse_overrides(settings: list[str]) -> dict:
-    from kernelwright.problem import ProblemError, parse_override
-
     overrides = {}
     for text in settings:
         try:
@@ -43,9 +49,6 @@ def parse_overrides(settings: list[str]) -> dict:
 def file_config(config_file: Optional[str]):
     """JudgeConfig from the [judge] table of the config file (--config, $KW_CONFIG or
     ./kernelwright.toml), as `optimize` reads it; exit 2 when the file is wrong."""
-    from kernelwright import configfile
-    from kernelwright.judge import JudgeConfig
-
     try:
         _, tables = configfile.load(config_file)
         values = dict(tables.get("judge") or {})
@@ -59,8 +62,6 @@ def file_config(config_file: Optional[str]):
 
 def build_config(settings: list[str], trials: Optional[int], timeout: Optional[float], no_time: bool,
                  rules: Optional[str], device: str, config_file: Optional[str] = None):
-    from kernelwright.rules import UnknownRuleSet, get
-
     config = file_config(config_file)
     try:
         config.rules = get(rules or config.rules).name  # --rules, else the file's [judge] rules
@@ -120,7 +121,7 @@ def judge_command(
     """
     config = build_config(settings, trials, timeout, no_time, rules, device, config_file)
     if serve:
-        from kernelwright.cli.judge_daemon import serve as serve_daemon
+        from kernelwright.cli.judge_daemon import serve as serve_daemon  # noqa: PLC0415 -- the judge daemon's modules pull the fork server and the sandbox (25 ms): kept out of the CLI's start
 
         raise typer.Exit(serve_daemon(config, daemon_idle))
     if batch:
@@ -132,8 +133,8 @@ def judge_command(
     for path in (problem, candidate):
         if not path.is_file():
             refuse(problem, candidate, f"{path}: {'not a file' if path.exists() else 'file not found'}", json_out)
-    from kernelwright.cli import judge_daemon
-    from kernelwright.judge.scheduling.daemon_key import enabled, idle_seconds
+    from kernelwright.cli import judge_daemon  # noqa: PLC0415 -- the judge daemon's modules pull the fork server and the sandbox (25 ms): kept out of the CLI's start
+    from kernelwright.judge.scheduling.daemon_key import enabled, idle_seconds  # noqa: PLC0415 -- the judge daemon's modules pull the fork server and the sandbox (25 ms): kept out of the CLI's start
 
     with heartbeat.Heartbeat(_say) as beat:  # a hang is stopped by the judge's timeouts; until then, say so
         beat.doing(f"judging {candidate.name} against {problem.name} (the judge allows each stage "
@@ -156,8 +157,6 @@ def refuse(problem: Path, candidate: Path, message: str, json_out: bool) -> None
     (status error, stage load: what `judge --json` prints for a problem that does not load)."""
     errors.print(f"[red]{escape(message)}[/]", soft_wrap=True)
     if json_out:
-        from kernelwright.judge.verdict import Verdict
-
         typer.echo(Verdict(problem=str(problem), candidate=str(candidate), status="error", stage="load",
                            error=message).to_json())
     raise typer.Exit(exits.EXIT_USAGE)
@@ -177,7 +176,7 @@ def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0
     priority, the baseline lane over all their problems, then one profile pass round-robin over the
     folders), as `python -m kernelwright.judge.scheduling.batch DIR...` does. `pool`: a JudgePool
     (default: a new one from `config`)."""
-    from kernelwright.judge.scheduling.batch import judge_folders, pending, system_errors
+    from kernelwright.judge.scheduling.batch import judge_folders, pending, system_errors  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of the CLI's start
 
     missing = [str(f) for f in folders if not f.is_dir()]
     if missing:
@@ -188,7 +187,7 @@ def run_batch_folders(folders: list[Path], config, profile_budget: float = 300.0
         console.print(f"{waiting} pending requests in {folder}"
                       + (f", {retried} whose verdict is a system error judged again" if retry_errors else ""))
     if pool is None:
-        from kernelwright.judge.scheduling.pool import JudgePool
+        from kernelwright.judge.scheduling.pool import JudgePool  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of the CLI's start
 
         pool = JudgePool(config)
     judged = judge_folders(list(folders), pool, config, profile_budget, log=console.print,
@@ -283,9 +282,7 @@ def baseline_command(
     or of a reference that is a kernel), 1 when one failed or a problem did not load (each one is
     a row of the table with its error), 2 when TARGET does not exist.
     """
-    import os
-
-    from kernelwright.judge import baseline
+    from kernelwright.judge import baseline  # noqa: PLC0415 -- it loads profile/ (23 modules, 60 ms): kept out of the CLI's start
 
     if not target.exists():
         errors.print(f"[red]{escape(str(target))}: not found[/]", soft_wrap=True)
@@ -310,8 +307,6 @@ def baseline_command(
             if failed_kinds(path, found, config, device):
                 failed.append(path)
     if json_out:
-        from dataclasses import asdict
-
         typer.echo(json.dumps({k: asdict(v) for k, v in results.items()}, indent=2))
     else:
         console.print(baselines_table(results, device, config))
@@ -326,8 +321,7 @@ def baseline_command(
 def failed_kinds(path, result, config, device: str) -> list[str]:
     """The baseline kinds that were to be measured for the problem at `path` and were not
     (failures; "load" when the problem did not load), as the judge decides which apply."""
-    from kernelwright.judge.baseline import wanted_kinds
-    from kernelwright.problem.reference import reference_kind
+    from kernelwright.judge.baseline import wanted_kinds  # noqa: PLC0415 -- it loads profile/ (23 modules, 60 ms): kept out of the CLI's start
 
     if "load" in result.errors:
         return ["load"]
@@ -340,15 +334,13 @@ def effective_overrides(path: Path, overrides: dict, device: str) -> dict:
     times the sizes a CPU verdict would compare against."""
     if device.startswith("cuda"):
         return dict(overrides)
-    from kernelwright.problem import load_problem
-
     return dict(load_problem(path, overrides, shrink=True).overrides)
 
 
 def resolve_device(device: str) -> str:
     if device != "auto":
         return device
-    import torch
+    import torch  # noqa: PLC0415 -- the CLI's start stays torch-free (torch takes 1-2 s): loaded when this command runs
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

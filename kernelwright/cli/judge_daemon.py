@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelwright.judge.request import default_cache_dir
 from kernelwright.judge.scheduling.daemon_key import PACKAGE, DaemonUnavailable, absolute_path_list, daemon_key, key_digest, socket_path
 from kernelwright.judge.service import peer_credentials
+from kernelwright.judge.verdict import INFO, Flag, Verdict
 from kernelwright.judge.wire import receive, send
 
 START_TIMEOUT_S = 60.0  # the daemon listens before its pool imports anything: seconds are plenty
@@ -38,8 +40,6 @@ class DaemonAnswer:
 
 
 def cache_dir_of(config) -> Path:
-    from kernelwright.judge.request import default_cache_dir
-
     return default_cache_dir(config).expanduser().resolve()
 
 
@@ -177,15 +177,13 @@ def wait_gone(path: Path) -> None:
 def judge(problem: Path, candidate: Path, config, use_daemon: bool, idle_s: float, say):
     """The verdict (a `Verdict`) of `kernelwright judge`: through the daemon when `use_daemon`,
     else, or when the daemon cannot answer, in this process (`say` tells the user why)."""
-    from kernelwright.judge.verdict import INFO, Flag, Verdict
-
     if use_daemon:
         answer = judge_through_daemon(problem, candidate, config, idle_s)
         if answer.verdict is not None:
             return Verdict.from_dict(answer.verdict)
         note = f"{answer.note}; judged in this process instead"
         say(f"kernelwright judge: {note}")
-    from kernelwright.judge.scheduling.pool import judge_one  # on a GPU: memory admission shared with every judge process
+    from kernelwright.judge.scheduling.pool import judge_one  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of the CLI's start; on a GPU: memory admission shared with every judge process
 
     verdict = judge_one(problem, candidate, config)
     if use_daemon:
@@ -195,7 +193,7 @@ def judge(problem: Path, candidate: Path, config, use_daemon: bool, idle_s: floa
 
 def serve(config, idle_s: float | None) -> int:
     """`kernelwright judge --serve`: this process becomes the daemon of its key (in the foreground)."""
-    from kernelwright.judge.scheduling import daemon
+    from kernelwright.judge.scheduling import daemon  # noqa: PLC0415 -- the judge daemon's modules pull the fork server and the sandbox (25 ms): kept out of the CLI's start
 
     config.cache_dir = str(cache_dir_of(config))
     path, digest = address(config)

@@ -11,6 +11,7 @@ Exit codes as everywhere (docs/cli.md): 0 done, 1 a run failed, 2 bad input, 75 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Optional
@@ -19,7 +20,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kernelwright.interop.kernelbench import EXPORT_MANIFEST, export_best, find_generations, group
+from kernelwright.store.suite import SuiteError, new_manifest, write_manifest
+
 from . import exits
+from .optimize_cmd import EnvironmentMissing, UsageError, build_options, check_environment, run_suite as show_suite
+from .report_cmd import gather
 
 kb_app = typer.Typer(help="KernelBench's run layout: export our best candidates, import generated kernels.",
                      no_args_is_help=True)
@@ -38,11 +44,6 @@ def export(
 ) -> None:
     """Write each problem's best correct candidate in KernelBench's run layout, with the commands
     that make KernelBench's own eval script judge them."""
-    from kernelwright.interop.kernelbench import EXPORT_MANIFEST, export_best
-    from kernelwright.store.suite import SuiteError
-
-    from .report_cmd import gather
-
     try:
         problems, _, _ = gather(target)
     except SuiteError as exc:
@@ -75,15 +76,10 @@ def import_(
     json_out: bool = typer.Option(False, "--json", help="print the result as JSON on stdout"),
 ) -> None:
     """Judge a KernelBench generations folder with our judge: one run per problem, one suite."""
-    from kernelwright.interop.kernelbench import find_generations, group
-    from kernelwright.search.drivers import modes
-    from kernelwright.search.drivers import suite as driver
-    from kernelwright.search.drivers.imported import create_imported_run
-    from kernelwright.search.drivers.session import RunError, prepare_run_dir
-    from kernelwright.store.suite import new_manifest, write_manifest
-
-    from .optimize_cmd import UsageError, build_options, check_environment
-    from .optimize_cmd import run_suite as show_suite
+    from kernelwright.search.drivers import modes  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers import suite as driver  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers.imported import create_imported_run  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers.session import RunError, prepare_run_dir  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     folder = Path(generations)
     if not folder.is_dir():
@@ -119,8 +115,6 @@ def import_(
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(exits.EXIT_USAGE) from None
     except Exception as exc:  # noqa: BLE001 - a missing compiler or package: said, exit 1
-        from .optimize_cmd import EnvironmentMissing
-
         if isinstance(exc, EnvironmentMissing):
             console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
             raise typer.Exit(exits.EXIT_FAILED) from None
@@ -131,8 +125,6 @@ def import_(
 
 
 def _with_run_dir(options, run_dir: str | None):
-    import dataclasses
-
     return dataclasses.replace(options, run_dir=run_dir)
 
 

@@ -10,6 +10,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from kernelwright.mcp import INSTALL_HINT, sdk_available
+from kernelwright.mcp.workspace import Workspace
+
 from . import exits
 
 
@@ -22,13 +25,10 @@ def mcp_command(
                                                 "http://HOST:PORT/mcp instead of stdio")] = None,
 ) -> None:
     """Run kernelwright as a Model Context Protocol server (stdio by default)."""
-    from kernelwright.mcp import INSTALL_HINT, sdk_available
-
     if not sdk_available():
         typer.echo(INSTALL_HINT, err=True)
         raise typer.Exit(exits.EXIT_USAGE)
-    from kernelwright.mcp.server import parse_http, serve
-    from kernelwright.mcp.workspace import Workspace
+    from kernelwright.mcp.server import parse_http, serve  # noqa: PLC0415 -- the MCP server loads the mcp SDK (optional) and the judge's api.py (0.9 s): loaded when it is served
 
     try:
         ws = Workspace.open(workspace, allow or [])

@@ -13,12 +13,17 @@ back), 2 bad input.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from kernelwright.files import atomic_write
+from kernelwright.store import StoreError
+from kernelwright.store.suite import SuiteError
 
 from . import exits
 
@@ -46,9 +51,9 @@ def extract(
     json_out: bool = typer.Option(False, "--json", help="print the manifest as JSON on stdout"),
 ) -> None:
     """Profile a model, rank its submodules by time, write the top K as KernelBench problems."""
-    from kernelwright.models import ModelSpecError
-    from kernelwright.models.attribution import BackwardSetupError
-    from kernelwright.models.extract import extract as run_extract
+    from kernelwright.models import ModelSpecError  # noqa: PLC0415 -- models/ imports torch at its top (1-2 s): kept out of the CLI's start
+    from kernelwright.models.attribution import BackwardSetupError  # noqa: PLC0415 -- models/ imports torch at its top (1-2 s): kept out of the CLI's start
+    from kernelwright.models.extract import extract as run_extract  # noqa: PLC0415 -- models/ imports torch at its top (1-2 s): kept out of the CLI's start
 
     folder = out or Path("kw-regions") / _spec_stem(spec)
     try:
@@ -74,9 +79,7 @@ def extract(
 def _interpret_triton_without_gpu(device: str) -> None:
     """Candidates' Triton kernels run here, in this process: without a GPU, under Triton's
     interpreter (as the judge runs them on a CPU), set before Triton is first imported."""
-    import os
-
-    import torch
+    import torch  # noqa: PLC0415 -- the CLI's start stays torch-free (torch takes 1-2 s): loaded when this command runs
 
     if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -95,11 +98,8 @@ def apply(
 ) -> None:
     """Put each region's best correct candidate back into the model, verify it, time it end to end."""
     _interpret_triton_without_gpu(device)
-    from kernelwright.files import atomic_write
-    from kernelwright.models import ModelSpecError
-    from kernelwright.models.apply import apply_candidates, summary_text
-    from kernelwright.store import StoreError
-    from kernelwright.store.suite import SuiteError
+    from kernelwright.models import ModelSpecError  # noqa: PLC0415 -- models/ imports torch at its top (1-2 s): kept out of the CLI's start
+    from kernelwright.models.apply import apply_candidates, summary_text  # noqa: PLC0415 -- models/ imports torch at its top (1-2 s): kept out of the CLI's start
 
     try:
         report, _ = apply_candidates(spec, target, inputs, backward, device, trials, not no_time)

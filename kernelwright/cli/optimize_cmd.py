@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import difflib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,14 +23,21 @@ from rich.markup import escape
 from rich.live import Live
 
 from kernelwright import configfile, envvars
+from kernelwright.agents.templates import PromptTemplateError, prompt_search_path
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.llm import providers
+from kernelwright.llm.config import LLMConfig
 from kernelwright.llm.errors import ConfigError
+from kernelwright.problem import ProblemError, load_problem
 from kernelwright.report.best import fmt_speedup
+from kernelwright.report.progress import progress_line, progress_panel
 from kernelwright.search.budget import LIMIT_NAMES, Limits
+from kernelwright.search.drivers.loop import ReplayDiverged
 from kernelwright.search.settings import STRATEGIES, Settings, SettingsError, names as setting_names
+from kernelwright.store import RunStore, StoreError
+from kernelwright.store.suite import SuiteError, entries_for, is_suite, read_manifest
 
-from . import exits, heartbeat, no_llm
+from . import exits, heartbeat, no_llm, suite_view
 
 console = Console(stderr=True)  # progress, panels, warnings
 results = Console()  # the outcome lines (stdout), unless --json puts JSON there
@@ -105,8 +113,8 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
                   run_dir: str | None, eval_mode: str | None, config_file: str | None, workspace: str,
                   skill_dirs: list[str], eval_workers: int | None, seed: int, rules: str | None = None,
                   target: str | None = None):
-    from kernelwright.search.drivers.ray_eval import is_ray_mode, missing_ray_message
-    from kernelwright.search.drivers.session import RunOptions
+    from kernelwright.search.drivers.ray_eval import is_ray_mode, missing_ray_message  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers.session import RunOptions  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     config_file, config = read_config(config_file)
     section = dict(config.get("optimize") or {})
@@ -148,8 +156,6 @@ def build_options(*, problem: str | None, resume: str | None, llm: str | None, l
 def _prompt_dirs(value: Any, config_file: str | None) -> list[str]:
     """`[optimize] prompts`: folders (relative to the config file) whose prompt files override the
     built-in ones by name; checked now, before any run folder exists."""
-    from kernelwright.agents.templates import PromptTemplateError, prompt_search_path
-
     folders = [value] if isinstance(value, str) else value
     if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
         raise UsageError(f"[optimize] prompts must be a folder or a list of folders, not {value!r}")
@@ -176,8 +182,6 @@ def suite_problems(target: Path) -> list[Path] | None:
 def llm_configured(options) -> bool:
     if options.llm or options.llm_roles or envvars.get("KW_LLM"):
         return True
-    from kernelwright.llm.config import LLMConfig
-
     config = LLMConfig.load(options.config_file)
     return bool(config.default or config.roles)
 
@@ -206,13 +210,12 @@ def cpu_size_warning(problem_path: str, options) -> str | None:
     elsewhere or on a GPU, or does not load (the run says why)."""
     if (options.eval_mode or "local") != "local" or str(options.judge.device).startswith("cuda"):
         return None
-    import torch
+    import torch  # noqa: PLC0415 -- the CLI's start stays torch-free (torch takes 1-2 s): loaded when this command runs
 
     if options.judge.device == "auto" and torch.cuda.is_available():
         return None
-    from kernelwright.problem import load_problem
-    from kernelwright.problem.footprint import measure
-    from kernelwright.problem.shrink import size_constants
+    from kernelwright.problem.footprint import measure  # noqa: PLC0415 -- problem/footprint.py imports torch at its top (1-2 s): kept out of the CLI's start
+    from kernelwright.problem.shrink import size_constants  # noqa: PLC0415 -- problem/footprint.py imports torch at its top (1-2 s): kept out of the CLI's start
 
     try:
         problem = load_problem(problem_path, overrides={**options.judge.overrides, **options.overrides},
@@ -249,8 +252,6 @@ class ProgressLines:
         self.beat = beat
 
     def __call__(self, snapshot: dict) -> None:
-        from kernelwright.report.progress import progress_line
-
         if self.beat is not None:
             self.beat.doing(heartbeat.run_activity(snapshot))
             self.beat.seen(float((snapshot.get("spend") or {}).get("elapsed_s") or 0.0))
@@ -265,8 +266,7 @@ class ProgressLines:
 
 def _run_one(options, quiet: bool, no_model: bool = False):
     """One run, by the driver of its mode (search/drivers/modes.py: a resumed run's stored one)."""
-    from kernelwright.report.progress import progress_panel
-    from kernelwright.search.drivers import modes
+    from kernelwright.search.drivers import modes  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     run = modes.runner(modes.run_mode(options, no_model))
     if quiet:
@@ -292,8 +292,6 @@ def _say(text: str) -> None:
 def report_outcome(outcome, to_stdout: bool = True, quiet: bool = False) -> None:
     """The final panel on stderr (not with --quiet); the outcome lines on stdout (stderr when
     --json owns stdout)."""
-    from kernelwright.report.progress import progress_panel
-
     if not quiet:
         console.print(progress_panel(outcome.snapshot, title=f"run {outcome.run_id}"))
     out = results if to_stdout else console
@@ -317,10 +315,7 @@ def run_suite(problems: list[Path], options, quiet: bool, no_model: bool = False
               json_out: bool = False, label: str = "", resume: str | None = None) -> int:
     """Every problem in its own run, all going on at once in one suite folder (search/drivers/suite.py);
     `resume` continues a suite folder instead."""
-    from kernelwright.search.drivers import suite as driver
-    from kernelwright.store.suite import entries_for, read_manifest
-
-    from . import suite_view
+    from kernelwright.search.drivers import suite as driver  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     names = [e.name for e in (read_manifest(resume).entries if resume else entries_for(problems))]
     if not names:
@@ -421,11 +416,8 @@ def optimize(
 
 def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], quiet: bool, json_out: bool) -> int:
     """The command's work; returns the exit code (errors are printed here)."""
-    from kernelwright.problem import ProblemError
-    from kernelwright.search.drivers.loop import ReplayDiverged
-    from kernelwright.search.drivers import modes
-    from kernelwright.search.drivers.session import RunError
-    from kernelwright.store.suite import SuiteError, is_suite
+    from kernelwright.search.drivers import modes  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers.session import RunError  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     try:
         options = build_options(**flags)
@@ -480,8 +472,6 @@ def _optimize(targets: list[str], resume: str | None, flags: dict[str, Any], qui
 
 
 def _suite_eval(suite_dir: str) -> str:
-    from kernelwright.store.suite import read_manifest
-
     return read_manifest(suite_dir).eval
 
 
@@ -490,8 +480,6 @@ def _check_resumed_problem(targets: list[str], resume: str) -> None:
     file, or any with a suite, is a usage error instead of being ignored."""
     if not targets:
         return
-    from kernelwright.store.suite import is_suite
-
     stored = None if is_suite(resume) or len(targets) > 1 else _stored_problem(resume)
     if stored is not None and Path(targets[0]).resolve() == Path(stored).resolve():
         return
@@ -502,10 +490,6 @@ def _check_resumed_problem(targets: list[str], resume: str) -> None:
 
 def _stored_problem(run_dir: str) -> str | None:
     """The problem file a stored run was made for; None when the folder holds no readable run."""
-    import sqlite3
-
-    from kernelwright.store import RunStore, StoreError
-
     try:
         with RunStore.in_dir(run_dir, create=False) as store:
             return store.run()["problem_path"]
@@ -522,8 +506,6 @@ def _warn_fixed_on_resume(flags: dict[str, Any]) -> None:
 
 def _check_resumed_environment(run_dir: str, eval_mode: str | None) -> None:
     """The stored backend must be judgeable here too (unless this session judges elsewhere)."""
-    from kernelwright.store import RunStore, StoreError
-
     try:
         with RunStore.in_dir(run_dir, create=False) as store:
             settings = store.run().get("settings") or {}

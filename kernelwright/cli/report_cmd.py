@@ -12,6 +12,7 @@ goes there instead and the paths written to stderr.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -19,6 +20,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from kernelwright.report.metrics import BASELINE_LABELS
+from kernelwright.report.published import default_baseline_root, load_baselines
+from kernelwright.store import RunStore, StoreError
+from kernelwright.store.suite import BATCH_DIR, SuiteError, find_runs
 
 from . import exits
 
@@ -31,9 +37,7 @@ def gather(target: str | Path):
     A suite's problems are named and grouped as its manifest says; a run outside a suite is named
     after its problem (with its folder's name where several runs of one problem are shown) and
     placed in its KernelBench level when its problem file lies in one (`level1/`), else in none."""
-    from kernelwright.report.collect import collect_problem, level_of, not_started
-    from kernelwright.store import RunStore, StoreError
-    from kernelwright.store.suite import find_runs
+    from kernelwright.report.collect import collect_problem, level_of, not_started  # noqa: PLC0415 -- report/collect.py (cells.py and leaderboard.py import it) pulls the judge's memory ledger and outcome text (20-40 ms): kept out of the CLI's start
 
     found, manifest = find_runs(target)
     problems = []
@@ -61,8 +65,6 @@ def gather(target: str | Path):
 
 def _distinct_names(problems: list) -> None:
     """Several runs of one problem (a workspace): each named after its problem and its folder."""
-    from collections import Counter
-
     counts = Counter(p.name for p in problems)
     for p in problems:
         if counts[p.name] > 1:
@@ -71,8 +73,7 @@ def _distinct_names(problems: list) -> None:
 
 def _pending(target, found, manifest) -> dict[str, int]:
     """Requests without a verdict, per run folder: the suite's shared batch folder, or each run's own."""
-    from kernelwright.judge.scheduling.batch import pending
-    from kernelwright.store.suite import BATCH_DIR
+    from kernelwright.judge.scheduling.batch import pending  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of the CLI's start
 
     out: dict[str, int] = {}
     if manifest is not None:
@@ -100,9 +101,7 @@ def report(
     json_out: bool = typer.Option(False, "--json", help="print the report's data as JSON on stdout"),
 ) -> None:
     """Results table of a run, a suite or a workspace: per level and overall, per rule set."""
-    from kernelwright.report.leaderboard import build_report, write_report
-    from kernelwright.report.published import default_baseline_root, load_baselines
-    from kernelwright.store.suite import SuiteError
+    from kernelwright.report.leaderboard import build_report, write_report  # noqa: PLC0415 -- report/collect.py (cells.py and leaderboard.py import it) pulls the judge's memory ledger and outcome text (20-40 ms): kept out of the CLI's start
 
     try:
         problems, manifest, pending = gather(target)
@@ -131,7 +130,7 @@ SHOWN = ("problem", "level", "run", "result", "best", "× eager", "× torch.comp
 
 def results_table(built) -> Table:
     """The problems under the rule set searched with, as the report's own columns say them."""
-    from kernelwright.report.cells import problem_columns
+    from kernelwright.report.cells import problem_columns  # noqa: PLC0415 -- report/collect.py (cells.py and leaderboard.py import it) pulls the judge's memory ledger and outcome text (20-40 ms): kept out of the CLI's start
 
     rules = built.rule_sets[0]
     columns = [(header, cell) for header, cell in problem_columns(rules, built.pending) if header in SHOWN]
@@ -145,9 +144,8 @@ def results_table(built) -> Table:
 
 def overall_lines(built) -> list[str]:
     """Per rule set: how many problems were judged and correct, the geomeans that were measured."""
-    from kernelwright.report.cells import pct, times
-    from kernelwright.report.leaderboard import ALL
-    from kernelwright.report.metrics import BASELINE_LABELS
+    from kernelwright.report.cells import pct, times  # noqa: PLC0415 -- report/collect.py (cells.py and leaderboard.py import it) pulls the judge's memory ledger and outcome text (20-40 ms): kept out of the CLI's start
+    from kernelwright.report.leaderboard import ALL  # noqa: PLC0415 -- report/collect.py (cells.py and leaderboard.py import it) pulls the judge's memory ledger and outcome text (20-40 ms): kept out of the CLI's start
 
     lines = []
     for rules in built.rule_sets:

@@ -15,8 +15,15 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.syntax import Syntax
+
+from kernelwright.report.best import judged_on_text
+from kernelwright.report.tables import candidate_tree, rules_table, run_summary, runs_table
+from kernelwright.rules import UnknownRuleSet, get
+from kernelwright.store import RunStore, StoreError, shown_status
 
 from . import exits
+from .ask_view import show_ask
 
 runs_app = typer.Typer(help="List runs and show one run's search tree, spend and best candidate.",
                        no_args_is_help=True)
@@ -37,8 +44,6 @@ def find_databases(folder: Path) -> list[Path]:
 
 def open_run(target: str, folder: str):
     """(store, run) for a run folder, a run.sqlite path, or a run id under `folder`."""
-    from kernelwright.store import RunStore, StoreError
-
     path = Path(target)
     if path.is_file():
         store = RunStore(path, create=False)
@@ -57,8 +62,6 @@ def open_run(target: str, folder: str):
 
 def with_shown_status(run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """The run with the status a person should see (a dead `running` run is `interrupted`)."""
-    from kernelwright.store import shown_status
-
     status = shown_status(run["status"], run_dir)
     if status == run["status"]:
         return run
@@ -77,9 +80,6 @@ def run_json(run: dict[str, Any], run_dir: Path) -> dict[str, Any]:
 def list_runs(folder: str = typer.Option("kw-runs", "--dir", help="workspace folder holding run folders"),
               json_out: bool = typer.Option(False, "--json", help="print the runs as JSON")) -> None:
     """Every run under the workspace folder, newest last."""
-    from kernelwright.report.tables import runs_table
-    from kernelwright.store import RunStore, StoreError
-
     rows = []
     for db in find_databases(Path(folder)):
         try:
@@ -107,9 +107,6 @@ def show_run(
     json_out: bool = typer.Option(False, "--json", help="print the run (or the candidate) as JSON"),
 ) -> None:
     """One run: settings, status, spend, the search tree, and where the best candidate is."""
-    from kernelwright.report.tables import candidate_tree, rules_table, run_summary
-    from kernelwright.store import StoreError
-
     try:
         store, info = open_run(run, folder)
     except StoreError as exc:
@@ -124,8 +121,6 @@ def show_run(
             typer.echo(json.dumps(_run_record(store, info), indent=2))
             return
         if ask:
-            from .ask_view import show_ask
-
             raise typer.Exit(show_ask(store, info["id"], ask))
         console.print(run_summary(info))
         console.print(candidate_tree(store.candidates(info["id"])))
@@ -163,11 +158,8 @@ def rejudge_run(
     candidates: Optional[str] = typer.Option(None, "--candidates", help="only these candidate ids (comma-separated)"),
 ) -> None:
     """Judge a run's correct candidates again under another rule set; verdicts are stored per rule set."""
-    from kernelwright.report.tables import rules_table
-    from kernelwright.rules import UnknownRuleSet, get
-    from kernelwright.search.drivers.rejudge import RejudgeOptions, rejudge
-    from kernelwright.search.drivers.session import RunError
-    from kernelwright.store import StoreError
+    from kernelwright.search.drivers.rejudge import RejudgeOptions, rejudge  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
+    from kernelwright.search.drivers.session import RunError  # noqa: PLC0415 -- search/drivers/ load the judge's pool (api.py, the sandbox, the supervisor: 0.1-0.3 s) at import: kept out of the CLI's start
 
     try:
         get(rules)
@@ -188,8 +180,6 @@ def rejudge_run(
         console.print(f"[yellow]{len(outcome.pending)} request(s) wait in {outcome.folder}[/]: run `kernelwright "
                       f"judge --batch {outcome.folder}` where the GPU is, then this command again", soft_wrap=True)
         raise typer.Exit(exits.EXIT_PAUSED)
-    from kernelwright.store import RunStore
-
     with RunStore(store.path, create=False) as again:
         console.print(rules_table(again.verdict_rows(info["id"])))
 
@@ -209,8 +199,6 @@ def _run_record(store, info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = False) -> None:
-    from rich.syntax import Syntax
-
     row = store.candidate(run_id, candidate_id)
     if row is None:
         errors.print(f"[red]run {run_id} has no candidate {candidate_id}[/]")
@@ -230,8 +218,6 @@ def _show_candidate(store, run_id: str, candidate_id: str, json_out: bool = Fals
         console.print(f"[red]{escape(row['reason'])}[/]")
     where = ((store.verdict(run_id, candidate_id) or {}).get("environment") or {}).get("judged_on")
     if where:
-        from kernelwright.report.best import judged_on_text
-
         console.print(f"judged on: {judged_on_text(where)}", highlight=False)
     if row.get("code"):
         console.print(Syntax(row["code"], "python", line_numbers=True))

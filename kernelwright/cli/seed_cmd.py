@@ -1,12 +1,16 @@
 """`kernelwright seed PROBLEM [--out FILE]`: torch.compile's own kernels as a standalone ModelNew."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+
+from kernelwright.problem import ProblemError, parse_override
+from kernelwright.rules import UnknownRuleSet
 
 from .exits import EXIT_FAILED, EXIT_USAGE
 
@@ -27,9 +31,7 @@ def seed(
     json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write inductor's Triton kernels for PROBLEM as a ModelNew the judge verifies like any candidate."""
-    from kernelwright.problem import ProblemError, parse_override
-    from kernelwright.rules import UnknownRuleSet
-    from kernelwright.seed import SeedError, SeedOptions, seed_problem
+    from kernelwright.seed import SeedError, SeedOptions, seed_problem  # noqa: PLC0415 -- seed/__init__.py takes 20 ms to import: kept out of the CLI's start
 
     console = Console(stderr=True, soft_wrap=True)  # paths and reasons stay on one line each
     try:
@@ -49,8 +51,6 @@ def seed(
         console.print(f"[red]no seed written for {problem}: {exc}[/]")
         raise typer.Exit(EXIT_FAILED) from None
     if json_out:
-        import json
-
         typer.echo(json.dumps({"out": str(target), "kernels": written.kernels, "torch_calls": written.torch_calls,
                                "rule_sets": written.rule_sets, "notes": written.notes}))
         return
@@ -68,7 +68,7 @@ def _interpret_without_gpu(device: str) -> None:
     """Triton has no CPU backend: on a CPU its kernels run under the interpreter."""
     if device == "cuda":
         return
-    import torch
+    import torch  # noqa: PLC0415 -- the CLI's start stays torch-free (torch takes 1-2 s): loaded when this command runs
 
     if device == "cpu" or not torch.cuda.is_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")

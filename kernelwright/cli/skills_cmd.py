@@ -9,6 +9,7 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from kernelwright import envvars
+from kernelwright.memory import Conditions, SkillFormatError, SkillLibrary, review
 
 from . import exits
 
@@ -22,8 +23,6 @@ UserDir = typer.Option(DEFAULT_USER_DIR, "--user-dir", help="Folder of user and 
 
 
 def _library(user_dir: Path):
-    from kernelwright.memory import SkillLibrary
-
     return SkillLibrary.load([user_dir] if user_dir.is_dir() else [], encoder=None)
 
 
@@ -37,8 +36,6 @@ def list_skills(
     user_dir: Path = UserDir,
 ) -> None:
     """Skills that apply to the given conditions, best match first."""
-    from kernelwright.memory import Conditions
-
     library = _library(user_dir)
     conditions = Conditions(op_kinds=op_kind or None, bottleneck=bottleneck, backend=backend)
     table = Table("name", "title", "backend", "op kinds", "trusted")
@@ -71,8 +68,6 @@ def candidates(user_dir: Path = UserDir) -> None:
 @skills_app.command("review")
 def review_cmd(path: Path, reviewer: str = typer.Option(None, help="Who reviewed it.")) -> None:
     """Mark a candidate skill trusted after reading it."""
-    from kernelwright.memory import SkillFormatError, review
-
     try:
         skill = review(path, reviewer)
     except SkillFormatError as exc:

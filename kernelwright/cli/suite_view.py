@@ -13,6 +13,8 @@ from rich.table import Table
 from kernelwright.report.best import fmt_speedup
 from kernelwright.report.progress import progress_line
 
+from .heartbeat import run_activity
+
 
 def _cells(snapshot: dict[str, Any]) -> tuple[str, str, str, str]:
     spend = snapshot.get("spend") or {}
@@ -37,8 +39,6 @@ class SuiteProgress:
 
     def activity(self) -> str:
         """What the runs still going do, one clause per run."""
-        from .heartbeat import run_activity
-
         going = [f"{name} {run_activity(snap)}" for name, snap in self.snapshots.items()
                  if snap and not snap.get("done")]
         return "; ".join(going) if going else "preparing the runs"

@@ -19,7 +19,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kernelwright.cli.judge_cmd import parse_overrides
+from kernelwright.judge import JudgeConfig
+from kernelwright.problem import ProblemError, load_problem
+from kernelwright.problem.loader import read_source
+from kernelwright.rules import UnknownRuleSet, get
+from kernelwright.tune.budget import sweep_budget
+from kernelwright.tune.cache import TuneCache
+from kernelwright.tune.prune import prune_space
+from kernelwright.tune.seeds import SeedCache
 from kernelwright.tune.strategies import CHOICES
+from kernelwright.tune.template import TemplateError, load_template
 
 from . import exits
 
@@ -56,8 +66,6 @@ def tune_command(
     """Tune a kernel template's parameters against PROBLEM with the judge."""
     if strategy not in CHOICES:
         raise typer.BadParameter(f"choose one of {', '.join(CHOICES)}", param_hint="--strategy")
-    from kernelwright.tune.template import TemplateError
-
     config = _judge_config(settings, device, rules)
     try:
         template = _load(template_path, problem, config)
@@ -69,10 +77,6 @@ def tune_command(
 
 
 def _judge_config(settings: list[str], device: str, rules: str | None = None):
-    from kernelwright.cli.judge_cmd import parse_overrides
-    from kernelwright.judge import JudgeConfig
-    from kernelwright.rules import UnknownRuleSet, get
-
     try:
         rule_set = get(rules).name
     except UnknownRuleSet as exc:
@@ -82,13 +86,9 @@ def _judge_config(settings: list[str], device: str, rules: str | None = None):
 
 
 def _load(template_path: str, problem: Path, config):
-    from kernelwright.tune.template import load_template
-
     if template_path == "reference":
-        from kernelwright.problem import ProblemError
-        from kernelwright.problem.loader import read_source
-        from kernelwright.tune.from_reference import templatize_reference
-        from kernelwright.tune.library import NoTemplate
+        from kernelwright.tune.from_reference import templatize_reference  # noqa: PLC0415 -- tune/library/ imports torch at its top (1-2 s): kept out of the CLI's start
+        from kernelwright.tune.library import NoTemplate  # noqa: PLC0415 -- tune/library/ imports torch at its top (1-2 s): kept out of the CLI's start
 
         try:
             return templatize_reference(read_source(problem)[1], problem.stem).template
@@ -96,9 +96,8 @@ def _load(template_path: str, problem: Path, config):
             raise ValueError(str(exc)) from None
     if template_path != "library":
         return load_template(template_path)
-    from kernelwright.problem import ProblemError, load_problem
-    from kernelwright.tune.autopilot import has_gpu
-    from kernelwright.tune.library import NoTemplate, build_template
+    from kernelwright.tune.autopilot import has_gpu  # noqa: PLC0415 -- tune/library/ imports torch at its top (1-2 s): kept out of the CLI's start
+    from kernelwright.tune.library import NoTemplate, build_template  # noqa: PLC0415 -- tune/library/ imports torch at its top (1-2 s): kept out of the CLI's start
 
     shrink = config.shrink if config.shrink is not None else not has_gpu()
     try:
@@ -110,23 +109,18 @@ def _load(template_path: str, problem: Path, config):
 
 def _run(template, template_path, problem, config, strategy, budget, workers, seed, out, no_cache,
          prune_only, json_out, sweep: int = 0) -> int:
-    from kernelwright.tune.cache import TuneCache
-    from kernelwright.tune.evaluate import JudgeEvaluator
-    from kernelwright.tune.prune import prune_space
-    from kernelwright.tune.tuner import tune_groupwise
+    from kernelwright.tune.evaluate import JudgeEvaluator  # noqa: PLC0415 -- it loads profile/ (23 modules, 60 ms): kept out of the CLI's start
+    from kernelwright.tune.tuner import tune_groupwise  # noqa: PLC0415 -- it loads profile/ (23 modules, 60 ms): kept out of the CLI's start
 
     if prune_only:
         report = prune_space(template)
         _print_prune(report, template)
         return exits.EXIT_OK if report.feasible else exits.EXIT_FAILED
-    from kernelwright.tune.seeds import SeedCache
-
     cache = None if no_cache else TuneCache()
     seeds = None if no_cache else SeedCache()  # where the search starts: this template's best measured before
     runs, batch = None, workers
     if sweep > 1:  # the budget counts judge evaluations: a sweep and its winner's judgement are two
-        from kernelwright.tune.budget import sweep_budget
-        from kernelwright.tune.sweep_eval import SweepEvaluator
+        from kernelwright.tune.sweep_eval import SweepEvaluator  # noqa: PLC0415 -- the judge's pool pulls api.py, the sandbox and the supervisor (0.1-0.3 s): kept out of the CLI's start
 
         evaluator = SweepEvaluator(problem, config, workers=workers, cache=cache)
         runs, budget, batch = budget, sweep_budget(budget, sweep), sweep

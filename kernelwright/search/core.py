@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from typing import Any, Mapping
 
+from kernelwright.agents import Analyst, Coder, Planner, Repairer, Templatizer
 from kernelwright.llm.types import Completion
 from kernelwright.memory.trajectory import Trajectory
 
@@ -51,8 +52,6 @@ AGENT_NAMES = ("planner", "coder", "repairer", "analyst")
 def default_agents(backend: str | None = None, prompt_dirs=None, known_skills=None) -> dict[str, Any]:
     """The built-in agents; the code writers check answers for `backend`; with `known_skills` (the
     library's names) only citations of real skills become skill tags."""
-    from kernelwright.agents import Analyst, Coder, Planner, Repairer, Templatizer
-
     return {"planner": Planner(prompt_dirs, known_skills=known_skills), "coder": Coder(prompt_dirs, backend=backend),
             "repairer": Repairer(prompt_dirs, backend=backend),
             "analyst": Analyst(prompt_dirs, known_skills=known_skills), "templatizer": Templatizer(prompt_dirs)}

@@ -12,6 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kernelwright.tune.cost import verdict_seconds
+
 from .verdict_facts import verdict_facts
 
 if TYPE_CHECKING:  # the judge's sweep record, imported when one is read: the engine's import stays free of the judge
@@ -104,8 +106,7 @@ class EvalResult:
                 stats = getattr(verdict.baselines, name, None)
                 if stats is not None:
                     baselines[name] = stats.median_ms
-        from kernelwright.tune.cost import verdict_seconds
-        from kernelwright.tune.evaluate import verdict_resources
+        from kernelwright.tune.evaluate import verdict_resources  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
         profile = verdict.profile if isinstance(verdict.profile, dict) else {}
         device_s, judge_s = verdict_seconds(verdict)
@@ -142,7 +143,7 @@ class SweepOutcome:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SweepOutcome":
-        from kernelwright.judge.sweep import SweepResult
+        from kernelwright.judge.sweep import SweepResult  # noqa: PLC0415 -- the engine's process loads no judge code (tests/search/test_engine.py): loaded where the search meets the judge's results
 
         return cls(SweepResult.from_dict(data.get("record") or {}), device=data.get("device", "cpu"),
                    device_s=float(data.get("device_s") or 0.0), judge_s=float(data.get("judge_s") or 0.0),
@@ -150,8 +151,6 @@ class SweepOutcome:
 
     @classmethod
     def from_verdict(cls, record: "SweepResult", verdict) -> "SweepOutcome":
-        from kernelwright.tune.cost import verdict_seconds
-
         device_s, judge_s = verdict_seconds(verdict)
         return cls(record, device=verdict.device, device_s=round(device_s, 3), judge_s=round(judge_s, 3),
                    error=record.ended_early and (verdict.error or "") or "")

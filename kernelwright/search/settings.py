@@ -7,6 +7,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelwright import envvars
+from kernelwright.tune.strategies import CHOICES
+
 #: The search strategies by name, the one list: `search/strategies/__init__.py` fills it (each
 #: strategy class under its `name`), and settings, `--strategy`'s help and `make_strategy` read it.
 #: It is filled here rather than imported because the strategies read these settings; importing
@@ -22,8 +25,6 @@ ADDED_LATER: dict[str, Any] = {"tune": False, "sibling_directions": False, "dedu
 def seed_start_default() -> bool:
     """On unless KW_SEED_START says 0 / false / no / off (a machine or a test suite that never wants
     torch.compile run before a search)."""
-    from kernelwright import envvars
-
     return (envvars.get("KW_SEED_START") or "1").strip().lower() not in ("0", "false", "no", "off")
 
 
@@ -99,8 +100,6 @@ class Settings:
         self._validate_tuning()
 
     def _validate_tuning(self) -> None:
-        from kernelwright.tune.strategies import CHOICES
-
         if self.tune_strategy not in CHOICES:
             raise SettingsError(f"tune_strategy {self.tune_strategy!r} is not one of {', '.join(CHOICES)}")
         if self.tune_top < 1 or self.tune_batch < 1 or self.tune_evals < 2:

@@ -37,8 +37,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from kernelwright.agents.templatizer import Templatizer
 from kernelwright.agents.types import ParseFailure
 from kernelwright.llm.types import Completion, CompletionRequest, Message
+from kernelwright.tune.budget import TuneBudget
+from kernelwright.tune.prune import KernelResources, resource_violation
+from kernelwright.tune.template import TemplateError, config_key
 
 from .asks import Ask, CompletionAsk, Result, SeedRecord, SeedsAsk, SweepAsk, SweepItem
 from .jobs import MEASURE, TEMPLATIZE, JobHost, TuneJob
@@ -57,7 +61,7 @@ AGENT = "templatizer"
 def device_limits(target: Any) -> "DeviceLimits":
     """The limits the run's target imposes on configurations; the H100 table when the target is a
     CPU or lacks facts (a plan made on a CPU prunes what the H100 would, as the autotuner does)."""
-    from kernelwright.tune.hardware import H100_SXM, from_target
+    from kernelwright.tune.hardware import H100_SXM, from_target  # noqa: PLC0415 -- tune/hardware.py reads the known cards' limits from judge.target on first use (PEP 562), and the engine's process loads no judge code
 
     if getattr(target, "kind", "") == "cuda":
         try:
@@ -72,8 +76,7 @@ def device_limits(target: Any) -> "DeviceLimits":
 def measurement(params: dict[str, Any], result: Result, limits: "DeviceLimits") -> "Measurement":
     """What the tuner learns from an instance's evaluation (resource pruning as the judge
     evaluator applies it: a kernel that spills or exceeds the device is never the best)."""
-    from kernelwright.tune.evaluate import ERROR, PRUNED, Measurement
-    from kernelwright.tune.prune import KernelResources, resource_violation
+    from kernelwright.tune.evaluate import ERROR, PRUNED, Measurement  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
     if not isinstance(result, EvalResult):
         return Measurement(params, ERROR, error=f"{getattr(result, 'kind', 'error')}: {getattr(result, 'message', '')}")
@@ -217,8 +220,6 @@ class Tuning:
     def _agent(self):
         agent = self.agents.get(AGENT)
         if agent is None:
-            from kernelwright.agents.templatizer import Templatizer
-
             agent = self.agents[AGENT] = Templatizer()
         return agent
 
@@ -271,8 +272,6 @@ class Tuning:
         return self._on_instance(job, ask, result)
 
     def _on_template(self, job: TuneJob, result: Result) -> None:
-        from kernelwright.tune.template import TemplateError
-
         if not isinstance(result, Completion):
             return self._end(job, f"the Templatizer could not be asked ({result.kind}: {result.message})", "crash")
         parsed = self._agent().parse(result.text)
@@ -294,7 +293,7 @@ class Tuning:
             return self._end(job, "no evaluation was left for tuning when the template arrived", "rejected")
         job.template, job.state, job.failure, job.feedback = parsed, state, None, []
         if self.host.settings.tune_seeds:  # where to start: the driver reads the seed cache
-            from kernelwright.tune.tuner import seed_limit
+            from kernelwright.tune.tuner import seed_limit  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
             job.state = None
             self.host.ask_seeds(job, parsed.source, seed_device(self.host.contexts.target),
@@ -305,8 +304,7 @@ class Tuning:
     def _tuner(self, job: TuneJob, template: Any, seeds: list[dict[str, Any]]):
         """The job's TunerState: its configurations budgeted from its evaluations (tune.budget:
         a sweep and its winner's judgement buy tune_sweep of them), the defaults first, then the seeds."""
-        from kernelwright.tune.budget import TuneBudget
-        from kernelwright.tune.state import TunerState
+        from kernelwright.tune.state import TunerState  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
         budget = TuneBudget(self._job_budget(job), self._sweep_width()).configurations
         return TunerState(template, limits=device_limits(self.host.contexts.target),
@@ -319,8 +317,7 @@ class Tuning:
         return width if width > 1 else 0
 
     def _on_seeds(self, job: TuneJob, result: Result) -> None:
-        from kernelwright.tune.template import TemplateError
-        from kernelwright.tune.tuner import fit_seeds
+        from kernelwright.tune.tuner import fit_seeds  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
         found = fit_seeds(job.template, result.configs) if isinstance(result, SeedsResult) else []
         if not isinstance(result, SeedsResult):
@@ -357,10 +354,9 @@ class Tuning:
         """A sweep's record: the configurations that failed are told (skipped, with the sweep's
         reason), those the sweep never reached go into the next sweep once, the two fastest wait
         for the winner's full judgement, the other timed ones are told their sweep time."""
-        from kernelwright.judge.sweep import NOT_RUN
-        from kernelwright.tune.evaluate import ERROR, Measurement
-        from kernelwright.tune.sweep_eval import sweep_measurement
-        from kernelwright.tune.template import config_key
+        from kernelwright.judge.sweep import NOT_RUN  # noqa: PLC0415 -- the engine's process loads no judge code (tests/search/test_engine.py): loaded where the search meets the judge's results
+        from kernelwright.tune.evaluate import ERROR, Measurement  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
+        from kernelwright.tune.sweep_eval import sweep_measurement  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
         configs = job.sweeps.pop(ask.id)
         if not isinstance(result, SweepOutcome):
@@ -429,7 +425,7 @@ class Tuning:
             else:
                 self._ask_sweep(job, configs)
         if not job.asked and not job.sweeps:
-            from kernelwright.tune.evaluate import ERROR, Measurement
+            from kernelwright.tune.evaluate import ERROR, Measurement  # noqa: PLC0415 -- it loads judge code and sqlite3 (the tuning cache), which the engine's process does not (tests/search/test_engine.py)
 
             for params in job.unrun:  # never reached, and no evaluation left to send them again
                 job.state.tell(params, Measurement(params, ERROR, stage="sweep", error="not reached by its sweep"))

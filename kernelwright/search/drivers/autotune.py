@@ -42,12 +42,23 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.preflight import environment_error
+from kernelwright.judge.target import Target
+from kernelwright.report.best import write_best, write_best_file
+from kernelwright.store import RunStore
+from kernelwright.tune.batch_eval import BatchTemplateEvaluator, VerdictsPending, request_name
+from kernelwright.tune.cache import TuneCache
+from kernelwright.tune.evaluate import PRUNED, JudgeEvaluator, Measurement, instance_hash, measured
+from kernelwright.tune.hardware import from_target
+from kernelwright.tune.template import config_key
 
+from . import rejudged
 from ..budget import Limits
 from ..problem_info import describe_problem
 from .autotune_seed import consider_seed, count_stored_seed
 from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged,
                       claim_run_dir, hold_run, mark_stale_interrupted, new_run_dir, new_run_id, resume_command)
+from .targets import target_of_spec
 
 MODE = "autotune"
 DEFAULT_EVALS = 16  # instances judged when no --max-evals is given
@@ -85,9 +96,6 @@ class StoredMeasurements:
             self.by_key[node["cache_key"]] = (row["id"], record)
 
     def _key(self, template_hash: str, params: dict, device: str, sizes: Any, context: str) -> str:
-        from kernelwright.tune.cache import TuneCache
-        from kernelwright.tune.template import config_key
-
         key = TuneCache.key(template_hash, params, device, sizes, context)
         self.last_key[config_key(params)] = key
         return key
@@ -101,8 +109,6 @@ class StoredMeasurements:
         self._key(template_hash, params, device, sizes, context)
 
     def key_of(self, params: dict) -> str:
-        from kernelwright.tune.template import config_key
-
         return self.last_key[config_key(params)]
 
 
@@ -154,8 +160,6 @@ class AutotuneSession:
         """Every instance an earlier session stored counts from the start, and the best of them is
         the best so far: a resumed run never reports (or writes) a worse best than it holds, whatever
         the tuner's replay proposes again (a smaller --max-evals changes its choices)."""
-        from kernelwright.tune.evaluate import Measurement
-
         for cid, record in sorted(self.cache.by_key.values(), key=lambda item: _index(item[0])):
             measurement = Measurement.from_dict(record)
             self.seen.add(cid)
@@ -215,8 +219,6 @@ class AutotuneSession:
 
     def record(self, params: dict, source: str, measurement_obj, template_name: str) -> None:
         """Store one judged instance as candidate tN (once), and follow the best."""
-        from kernelwright.judge.preflight import environment_error
-
         key = self.cache.key_of(params)
         known = self.cache.by_key.get(key)
         cid = known[0] if known else f"t{self.next_index}"
@@ -251,13 +253,9 @@ class AutotuneSession:
         self.progress()
 
     def _write_best(self, candidate: dict[str, Any], verdict: dict[str, Any] | None) -> None:
-        from kernelwright.report.best import write_best_file
-
         write_best_file(self.plan.run_dir / BEST_FILE, self.store.run(self.plan.run_id), candidate, verdict)
 
     def _record_best(self) -> None:
-        from kernelwright.report.best import write_best
-
         cid = self.best[1]
         self.store.update_run(self.plan.run_id, best_candidate=cid,
                               best_speedup=_speedup(self.store.verdict(self.plan.run_id, cid)))
@@ -282,27 +280,19 @@ class AutotuneSession:
         if plan.eval_mode != "batch":
             if plan.shared is None or plan.shared.pool is None:
                 return {}
-            from kernelwright.tune.evaluate import JudgeEvaluator
-
             return {"make_evaluator": functools.partial(JudgeEvaluator, pool=plan.shared.pool,
                                                         waiting=plan.shared.waiting)}
-        from kernelwright.tune.batch_eval import BatchTemplateEvaluator
-
         options: dict[str, Any] = {
             "make_evaluator": functools.partial(BatchTemplateEvaluator, folder=plan.batch_dir, prefix=plan.prefix,
                                                 problem_source=plan.problem_source,
                                                 problem_name=plan.problem_name, on_found=self.on_found),
             "batch": plan.budget}
         if plan.target:
-            from kernelwright.judge.target import Target
-            from kernelwright.tune.hardware import from_target
-
             options["limits"] = from_target(Target.from_dict(plan.target))
         return options
 
     def tune(self) -> RunOutcome:
-        from kernelwright.tune.autopilot import optimize_without_llm
-        from kernelwright.tune.batch_eval import VerdictsPending
+        from kernelwright.tune.autopilot import optimize_without_llm  # noqa: PLC0415 -- tune/autopilot.py loads tune/library/, which imports torch at its top (1-2 s): loaded when a run without an LLM starts
 
         plan = self.plan
         self.store.update_run(plan.run_id, status="running", detail=None)
@@ -355,8 +345,6 @@ class AutotuneSession:
         return outcome
 
     def finish(self, status: str, detail: str) -> RunOutcome:
-        from kernelwright.report.best import write_best
-
         plan = self.plan
         best_id = self.best[1] if self.best else None
         self.activity, self.done = f"finished ({status})", True
@@ -370,8 +358,6 @@ class AutotuneSession:
 
 def run_autotune(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
     """Start (or, with `options.resume`, continue) a run of the template autotuner."""
-    from kernelwright.store import RunStore
-
     if options.resume:
         return _resume(options, on_progress)
     info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
@@ -413,8 +399,6 @@ def _batch_target(spec: str | None) -> dict | None:
     """--target for a batch run (its limits prune the configurations); None: the H100's limits."""
     if not spec:
         return None
-    from .targets import target_of_spec
-
     return target_of_spec(spec).to_dict()
 
 
@@ -433,8 +417,6 @@ def _evaluation(plan: _Plan, settings: dict[str, Any], run: dict[str, Any], opti
 
 
 def _resume(options: RunOptions, on_progress: Callable[[dict], None] | None) -> RunOutcome:
-    from kernelwright.store import RunStore
-
     run_dir = Path(options.resume)
     lock = hold_run(run_dir)
     try:
@@ -474,11 +456,6 @@ def take_rejudged(store, plan: _Plan) -> list:
     """The run's instances whose stored verdict is a system error and whose batch verdict file was
     judged again since (rejudged.find): each one's verdict, row and measurement amended and journaled
     in one transaction. Returns the amendments (none outside batch runs)."""
-    from kernelwright.tune.batch_eval import request_name
-    from kernelwright.tune.evaluate import instance_hash
-
-    from . import rejudged
-
     if plan.eval_mode != "batch":
         return []
     rows = {row["id"]: row for row in store.candidates(plan.run_id)
@@ -497,8 +474,6 @@ def take_rejudged(store, plan: _Plan) -> list:
 def _amended_row(node: dict[str, Any], amendment) -> dict[str, Any]:
     """An instance's stored row as its verdict judged again says (a pruned instance stays pruned:
     the same code breaks the device's limits whatever its timing)."""
-    from kernelwright.tune.evaluate import PRUNED, Measurement, measured
-
     before = Measurement.from_dict(node["measurement"])
     after = measured(before.params, amendment.judged, before.instance_hash)
     if before.status == PRUNED:

@@ -16,6 +16,10 @@ import contextlib
 import json
 from typing import Any
 
+from kernelwright.judge import judge
+from kernelwright.search.settings import seed_start_default
+from kernelwright.tune.evaluate import Measurement, measured
+
 from .seed_start import announce, judged_start, write_start
 
 SEED_ID = "s1"
@@ -24,10 +28,6 @@ PLAN = "torch.compile's own kernels (inductor seed), launch configurations as in
 
 def consider_seed(session, problem_path: str, eval_mode: str) -> None:
     """Write, judge and count the seed of a new run (nothing when KW_SEED_START turns it off)."""
-    from kernelwright.judge import judge
-    from kernelwright.search.settings import seed_start_default
-    from kernelwright.tune.evaluate import measured
-
     if not seed_start_default():
         return
     store, plan = session.store, session.plan
@@ -60,8 +60,6 @@ def consider_seed(session, problem_path: str, eval_mode: str) -> None:
 
 def count_stored_seed(session) -> None:
     """A resumed run's seed counts for the best as it did (no new judging)."""
-    from kernelwright.tune.evaluate import Measurement
-
     row = session.store.candidate(session.plan.run_id, SEED_ID)
     measurement = ((row or {}).get("node") or {}).get("measurement")
     if row is not None and row.get("action") == "seed" and measurement:

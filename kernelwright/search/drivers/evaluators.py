@@ -23,11 +23,15 @@ before anyone's later ones.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.preflight import environment_error
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool, visible_gpus
 from kernelwright.judge.verdict import Verdict
 
 from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
@@ -66,19 +70,12 @@ class LocalEvaluator:
         self._pool = pool  # a suite's runs share one pool (each job carries its run's judge config)
 
     def pool(self):
-        from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
-
         if self._pool is None:
             gpus = visible_gpus() if self.config.device != "cpu" else ()
             self._pool = JudgePool(self.config, gpus=gpus, cpu_workers=self.workers)
         return self._pool
 
     async def answer(self, ask: EvaluationAsk | SweepAsk | SeedsAsk) -> Answer:
-        import asyncio
-
-        from kernelwright.judge.request import SourceText
-        from kernelwright.judge.scheduling.pool import JudgeJob
-
         if isinstance(ask, SeedsAsk):
             return seeds_answer(ask)
         problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
@@ -118,9 +115,6 @@ class BatchEvaluator:
         self.prefix = prefix
 
     async def answer(self, ask: EvaluationAsk | SweepAsk | SeedsAsk) -> Answer:
-        from kernelwright.judge.scheduling import batch
-        from kernelwright.judge.request import SourceText
-
         if isinstance(ask, SeedsAsk):
             return seeds_answer(ask)
         sweep = isinstance(ask, SweepAsk)
@@ -152,8 +146,6 @@ def candidate_number(candidate_id: str) -> int:
 
 def _find_verdict(folder: Path, name: str) -> Verdict | None:
     """The verdict file of one request, when it is there and readable."""
-    from kernelwright.judge.scheduling import batch
-
     path = folder / f"{name}{batch.VERDICT_SUFFIX}"
     if not path.is_file():
         return None

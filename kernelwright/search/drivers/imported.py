@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
+from kernelwright.judge.verdict import Verdict
+from kernelwright.report.best import write_best
+from kernelwright.store import RunStore
 
 from ..problem_info import describe_problem
 from .session import (BEST_FILE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, check_problem_unchanged, hold_run,
@@ -29,8 +35,6 @@ MODE = "import"
 
 def create_imported_run(options: RunOptions, candidates: dict[str, str], origin: str) -> Path:
     """A new run folder holding `candidates` (id -> code) to judge against `options.problem`."""
-    from kernelwright.store import RunStore
-
     info = describe_problem(options.problem, options.backend, options.overrides, options.judge.device)
     run_id = new_run_id(info.name)
     run_dir = new_run_dir(options, run_id)
@@ -56,8 +60,6 @@ def create_imported_run(options: RunOptions, candidates: dict[str, str], origin:
 
 def run_imported(options: RunOptions, on_progress: Callable[[dict], None] | None = None) -> RunOutcome:
     """Judge the run's candidates that have no verdict yet (`options.resume` is the run folder)."""
-    from kernelwright.store import RunStore
-
     run_dir = Path(options.resume)
     lock = hold_run(run_dir)
     try:
@@ -116,9 +118,6 @@ class _ImportSession:
         return self.finish("done", f"{len(self.candidates())} imported candidate(s) judged")
 
     def _local(self, waiting: list[dict[str, Any]]) -> None:
-        from kernelwright.judge.request import SourceText
-        from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
-
         if not waiting:
             return
         problem = SourceText(self.run["problem_source"], name=f"{self.run['problem_name']}.py")
@@ -139,10 +138,6 @@ class _ImportSession:
                 pool.close(wait=False)
 
     def _batch(self, waiting: list[dict[str, Any]]) -> list[Path]:
-        from kernelwright.judge.scheduling import batch
-        from kernelwright.judge.request import SourceText
-        from kernelwright.judge.verdict import Verdict
-
         folder = Path(os.path.normpath(self.run_dir / self.settings.get("batch_dir", "evals")))
         prefix = self.settings.get("request_prefix") or ""
         problem = SourceText(self.run["problem_source"], name=f"{self.run['problem_name']}.py")
@@ -174,8 +169,6 @@ class _ImportSession:
         self.progress()
 
     def _follow_best(self) -> None:
-        from kernelwright.report.best import write_best
-
         best = None
         for c in self.candidates():
             verdict = self.store.verdict(self.run_id, c["id"]) or {}
@@ -200,8 +193,6 @@ class _ImportSession:
             self.on_progress(self.snapshot())
 
     def finish(self, status: str, detail: str) -> RunOutcome:
-        from kernelwright.report.best import write_best
-
         snapshot = self.snapshot()
         self.store.update_run(self.run_id, status=status, detail=detail, spend=snapshot["spend"])
         best = self.run.get("best_candidate")

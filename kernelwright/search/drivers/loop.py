@@ -13,10 +13,14 @@ pending asks are left.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
+
+from kernelwright.report.best import write_best
 
 from ..asks import Answer, Ask, CompletionAsk, ask_from_dict, ask_hash, result_to_dict
 from ..core import Engine
@@ -92,8 +96,6 @@ class Mirror:
     def save_answer(self, ask: Ask, answer: Answer, elapsed_s: float, with_next: bool = False) -> None:
         verdict = None
         if answer.verdict_json is not None:
-            import json
-
             verdict = json.loads(answer.verdict_json)
         self.store.save_result(self.run_id, ask.id, result_to_dict(answer.result), elapsed_s,
                                verdict=verdict, llm_call=answer.llm_call, with_next=with_next)
@@ -110,16 +112,12 @@ class Mirror:
         self.store.update_run(self.run_id, best_candidate=best.id if best else None,
                               best_speedup=snapshot["best_speedup"], spend=snapshot["spend"])
         if best is not None and self.best_path is not None and best.id != self._best_written:
-            from kernelwright.report.best import write_best
-
             write_best(self.store, self.run_id, self.best_path, best.id)
             self._best_written = best.id
 
 
 def node_row(node, objective: str) -> dict[str, Any]:
     """A node as the store's candidates table keeps it."""
-    import hashlib
-
     row = node.to_dict()
     row["speedup"] = node.speedup(objective)
     row["code_hash"] = hashlib.sha256(node.code.encode()).hexdigest() if node.code else None

@@ -35,7 +35,7 @@ from typing import Any, Iterable
 
 from kernelwright.judge.candidate_kinds import backend_of
 from kernelwright.judge.scheduling.gpu_health import GPU_FAILED, no_gpu_left
-from kernelwright.judge.scheduling.node import NodeJob
+from kernelwright.judge.scheduling.node import NodeJob, NodeJudge, precompile
 from kernelwright.judge.scheduling.pool import DEFAULT_PER_GPU
 from kernelwright.judge.verdict import INFO, Flag, Verdict
 
@@ -63,7 +63,7 @@ def ray_installed() -> bool:
 
 def import_ray():
     try:
-        import ray
+        import ray  # noqa: PLC0415 -- ray is optional (kernelwright[ray]) and heavy (0.3-0.4 s): imported when a Ray pool is used (docs/architecture.md)
     except ImportError as exc:
         raise RayUnavailable(f"evaluating on Ray needs the ray package, which is not installed ({exc}): "
                              f"{INSTALL_HINT}") from None
@@ -91,9 +91,7 @@ class JudgeActor:
     """The Ray actor (wrapped by `ray.remote` when a pool starts): a NodeJudge and where it runs."""
 
     def __init__(self, per_gpu: int | None, cpu_slots: int, use_gpus: bool):
-        import ray
-
-        from kernelwright.judge.scheduling.node import NodeJudge
+        import ray  # noqa: PLC0415 -- ray is optional (kernelwright[ray]) and heavy (0.3-0.4 s): imported when a Ray pool is used (docs/architecture.md)
 
         self.node = NodeJudge(per_gpu=per_gpu, cpu_workers=cpu_slots, use_gpus=use_gpus)
         context = ray.get_runtime_context()
@@ -109,8 +107,6 @@ class JudgeActor:
 
 def precompile_on_node(job: dict[str, Any], arch: str) -> float | None:
     """The Ray task body of a CPU-only extension build (see kernelwright.judge.scheduling.node.precompile)."""
-    from kernelwright.judge.scheduling.node import precompile
-
     return precompile(NodeJob.from_dict(job), arch)
 
 
@@ -294,7 +290,7 @@ class RayJudgePool:
         node = None if shared_cache else target.node_id
         options: dict[str, Any] = {"num_cpus": 1, "num_gpus": 0}
         if node:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415 -- ray is optional (kernelwright[ray]) and heavy (0.3-0.4 s): imported when a Ray pool is used (docs/architecture.md)
 
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
         try:

@@ -20,8 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 from kernelwright.judge.verdict import Verdict
 from kernelwright.rules import get as get_rules
+from kernelwright.store import RunStore, StoreError
 
 from .session import RunError
 
@@ -79,8 +83,6 @@ def judge_config(run: dict, rules: str, time: bool) -> JudgeConfig:
 
 
 def rejudge(options: RejudgeOptions, log: Callable[[str], None] = print) -> RejudgeOutcome:
-    from kernelwright.store import RunStore, StoreError
-
     path = Path(options.run)
     try:
         store = RunStore(path, create=False) if path.is_file() else RunStore.in_dir(path, create=False)
@@ -101,13 +103,11 @@ def rejudge(options: RejudgeOptions, log: Callable[[str], None] = print) -> Reju
 
 
 def _problem(run: dict):
-    from kernelwright.judge.request import SourceText
-
     return SourceText(run["problem_source"], name=f"{run['problem_name']}.py")
 
 
 def _check_device(store, run: dict, rows: list[dict], config: JudgeConfig) -> None:
-    import torch
+    import torch  # noqa: PLC0415 -- search/drivers/ stay torch-free at import (the CLI loads them per command; torch takes 1-2 s): loaded to ask whether this machine has a GPU
 
     devices = {(store.verdict(run["id"], r["id"]) or {}).get("device", "") for r in rows}
     if any(str(d).startswith("cuda") for d in devices) and config.device != "cpu" and not torch.cuda.is_available():
@@ -117,9 +117,6 @@ def _check_device(store, run: dict, rows: list[dict], config: JudgeConfig) -> No
 
 def _local(store, run: dict, rows: list[dict], config: JudgeConfig, workers: int, outcome: RejudgeOutcome,
            log: Callable[[str], None]) -> None:
-    from kernelwright.judge.request import SourceText
-    from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
-
     if not rows:
         return
     _check_device(store, run, rows, config)
@@ -132,8 +129,6 @@ def _local(store, run: dict, rows: list[dict], config: JudgeConfig, workers: int
 
 def _batch(store, run: dict, rows: list[dict], config: JudgeConfig, run_dir: Path, outcome: RejudgeOutcome,
            log: Callable[[str], None]) -> None:
-    from kernelwright.judge.scheduling import batch
-
     folder = run_dir / f"rejudge-{config.rules}"
     outcome.folder = folder
     found = batch.read_verdicts(folder) if folder.is_dir() else {}

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelwright.seed import SeedError, SeedOptions, seed_problem
+
 from ..start import Start
 
 log = logging.getLogger("kernelwright.search")
@@ -26,8 +28,6 @@ log = logging.getLogger("kernelwright.search")
 def write_start(problem_path: str, judge: Any, eval_mode: str) -> dict[str, Any]:
     """{"code": the seed's source} or {"reason": why none was written}; never raises for a problem
     the seed cannot export (`judge` is the run's JudgeConfig: its rule set, device and sizes)."""
-    from kernelwright.seed import SeedError, SeedOptions, seed_problem
-
     device, why_not = _device(judge.device, eval_mode, judge.shrink)
     if why_not:
         return {"reason": why_not}
@@ -46,7 +46,7 @@ def write_start(problem_path: str, judge: Any, eval_mode: str) -> dict[str, Any]
 
 def _device(judge_device: str, eval_mode: str, judge_shrink: bool | None) -> tuple[str, str]:
     """(where to write the seed, "") or ("", why it is not written here)."""
-    import torch
+    import torch  # noqa: PLC0415 -- search/drivers/ stay torch-free at import (the CLI loads them per command; torch takes 1-2 s): loaded to ask whether this machine has a GPU
 
     here = torch.cuda.is_available()
     if judge_device == "cpu" or (judge_device == "auto" and not here and eval_mode == "local"):

@@ -37,7 +37,14 @@ from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
+from kernelwright.judge.request import SourceText
+from kernelwright.llm.config import LLMConfig
 from kernelwright.llm.errors import ConfigError, LLMError
+from kernelwright.llm.router import Router
+from kernelwright.memory.ranking import rank_skills
+from kernelwright.memory.skills import SkillLibrary
+from kernelwright.report.best import write_best
+from kernelwright.store import RunBusy, RunLock, RunStore
 
 from ..asks import result_from_dict
 from ..budget import Limits
@@ -45,8 +52,11 @@ from ..core import AGENT_NAMES, Engine, EngineError
 from ..problem_info import ProblemInfo, describe_problem
 from ..settings import Settings
 from . import rejudged, targets
+from .completions import RouterAnswerer
 from .errors import RunError
+from .evaluators import BatchEvaluator, LocalEvaluator
 from .loop import DriveOutcome, Fatal, Mirror, ReplayDiverged, drive, node_row
+from .ray_eval import RayEvaluator, is_ray_mode, missing_ray_message
 from .seed_start import announce, judged_start, stored_start, write_start
 
 DEFAULT_WORKSPACE = Path("kw-runs")
@@ -200,8 +210,6 @@ class SearchSession:
     """One process's work on one run."""
 
     def __init__(self, options: RunOptions, on_progress: Callable[[dict], None] | None = None):
-        from kernelwright.store import RunStore
-
         self.options = options
         self.on_progress = on_progress
         self.lock = None
@@ -284,15 +292,11 @@ class SearchSession:
         return ProblemInfo.from_dict({**self.stored["problem"], "rules": rules})
 
     def _library(self):
-        from kernelwright.memory.skills import SkillLibrary
-
         if getattr(self, "_skill_library", None) is None:
             self._skill_library = SkillLibrary.load(self.stored.get("skill_dirs") or [], encoder=None)
         return self._skill_library
 
     def _skills(self):
-        from kernelwright.memory.ranking import rank_skills
-
         library = self._library()
         return lambda query, limit: rank_skills(library, query, limit)
 
@@ -357,8 +361,6 @@ class SearchSession:
         kernels) and stores the answer for every prompt from round 1 on (`targets.prompt_extra`)."""
         if self._eval_mode() != "batch" or "reference_timing" in self.stored or "reference_timing_note" in self.stored:
             return
-        from kernelwright.judge.request import SourceText
-
         name = f"{self.stored.get('request_prefix') or ''}{targets.REFERENCE_REQUEST}"
         problem = SourceText(self.run["problem_source"], name=f"{self.run['problem_name']}.py")  # as BatchEvaluator
         found = targets.learn_reference_timing(self.evals_dir, name, problem, self.stored.get("judge") or {})
@@ -405,9 +407,6 @@ class SearchSession:
 
     @staticmethod
     def _make_router(default: str | None, roles: dict[str, str], config_file: str | None, limits: Limits):
-        from kernelwright.llm.config import LLMConfig
-        from kernelwright.llm.router import Router
-
         config = LLMConfig.load(config_file)
         if not (default or roles or config.default or config.roles):
             raise RunError("no LLM configured: pass --llm SPEC (e.g. openai:gpt-5, exchange, "
@@ -422,9 +421,6 @@ class SearchSession:
         return router
 
     def _evaluator(self):
-        from .evaluators import BatchEvaluator, LocalEvaluator
-        from .ray_eval import RayEvaluator, is_ray_mode, missing_ray_message
-
         mode = self.options.eval_mode or self.stored.get("eval", "local")
         judge = JudgeConfig.from_dict(self.stored["judge"])
         if mode == "batch":
@@ -452,8 +448,6 @@ class SearchSession:
             return self.interrupted()
 
     def interrupted(self) -> RunOutcome:
-        from kernelwright.report.best import write_best
-
         detail = f"{INTERRUPTED_DETAIL}; continue with: {resume_command(self.run_dir)}"
         self.store.update_run(self.run_id, status="interrupted", detail=detail)
         run = self.store.run(self.run_id)
@@ -485,8 +479,6 @@ class SearchSession:
     def _prepare(self):
         """Everything before the asks are answered: the target, the replayed engine, the answerers;
         a RunOutcome instead when the run pauses before it starts (no target yet)."""
-        from .completions import RouterAnswerer
-
         self._learn_reference_timing()
         waiting = self._learn_target()
         if waiting is not None:
@@ -541,8 +533,6 @@ class SearchSession:
         return self._finish(engine, "done", engine.stop_reason or "finished")
 
     def _finish(self, engine: Engine, status: str, detail: str) -> RunOutcome:
-        from kernelwright.report.best import write_best
-
         snapshot = engine.snapshot()
         self.store.update_run(self.run_id, status=status, detail=detail, spend=snapshot["spend"])
         judged_start(snapshot.get("start"))
@@ -563,8 +553,6 @@ class SearchSession:
 
 def hold_run(run_dir: Path):
     """This process's hold on the run (store.RunLock); RunError when another process has it."""
-    from kernelwright.store import RunBusy, RunLock
-
     try:
         return RunLock(run_dir).acquire()
     except RunBusy as exc:

@@ -32,11 +32,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
+from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
+from kernelwright.problem import ProblemError
 from kernelwright.store.suite import (BATCH_DIR, EXCHANGE_DIR, SuiteEntry, SuiteError, SuiteManifest, new_manifest,
                                       read_manifest, write_manifest)
 
 from . import modes
 from .session import DEFAULT_WORKSPACE, INTERRUPTED_DETAIL, RunError, RunOptions, RunOutcome, Shared, prepare_run_dir
+from .session import SearchSession
 
 SEARCH_PARALLEL = 8  # agent runs going on at once (their evaluations share the judge pool)
 AUTOTUNE_PARALLEL = 4  # template tuners at once (each waits for its evaluations)
@@ -139,10 +142,6 @@ def _entry_options(suite_dir: Path, manifest: SuiteManifest, entry: SuiteEntry, 
 
 def _run_sessions(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOptions,
                   on_progress: Progress | None) -> list[tuple[SuiteEntry, RunOutcome | Exception]]:
-    from kernelwright.problem import ProblemError
-
-    from .session import SearchSession
-
     results: dict[str, RunOutcome | Exception] = {}
     sessions: dict[str, SearchSession] = {}
     pool = _shared_pool(options)
@@ -186,8 +185,6 @@ def _shared_pool(options: RunOptions):
     mode = options.eval_mode or "local"
     if mode != "local":
         return None
-    from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
-
     gpus = visible_gpus() if options.judge.device != "cpu" else ()
     return JudgePool(options.judge, gpus=gpus, cpu_workers=max(1, options.eval_workers))
 
@@ -204,8 +201,6 @@ def _named(on_progress: Progress | None, name: str) -> Callable[[dict], None] | 
 def _run_threads(plans: list[tuple[SuiteEntry, RunOptions]], options: RunOptions, on_progress: Progress | None,
                  mode: str = modes.AUTOTUNE) -> list[tuple[SuiteEntry, RunOutcome | Exception]]:
     """Template tuners (or runs of imported candidates) in threads over one judge pool."""
-    from kernelwright.problem import ProblemError
-
     runner = modes.runner(mode)
     pool = _shared_pool(dataclasses.replace(options, eval_mode=options.eval_mode or "local"))
     shared = Shared(pool=pool, gate=threading.Lock())

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kernelwright.judge.config import JudgeConfig
+from kernelwright.judge.scheduling import reference_timing
 from kernelwright.judge.target import Target, TargetError, detect_target, load_target, read_device_file
 
 from ..problem_info import ProblemInfo
@@ -84,8 +86,6 @@ def describe_on(info: ProblemInfo, target: Target) -> ProblemInfo:
 
 def tolerance_text(judge: dict[str, Any], dtypes: list[str]) -> str:
     """The judge's correctness thresholds for the problem's dtypes, in one sentence for the rules."""
-    from kernelwright.judge.config import JudgeConfig
-
     config = JudgeConfig.from_dict(judge) if judge else JudgeConfig()
     parts = []
     for dtype in dtypes or ["float32"]:
@@ -103,9 +103,6 @@ def learn_reference_timing(evals_dir: Path, name: str, problem: Any, judge: dict
     """What the batch runner measured of the reference before round 1 (`judge.scheduling.reference_timing`):
     {"reference_timing": {eager_ms, compile_ms, kernels, ...}} once it has times, {"reference_timing_note":
     why} once it has none; None while it is not measured yet (the request is written then, once)."""
-    from kernelwright.judge.config import JudgeConfig
-    from kernelwright.judge.scheduling import reference_timing
-
     found = reference_timing.read_result(evals_dir, name)
     if found is None:
         if not (Path(evals_dir) / f"{name}{reference_timing.REQUEST_SUFFIX}").is_file():

@@ -15,6 +15,10 @@ import logging
 from typing import Any
 
 from kernelwright.judge.sweep import SweepResult, settle
+from kernelwright.tune.evaluate import FAIL, PASS, Measurement
+from kernelwright.tune.seeds import SeedCache
+from kernelwright.tune.sweep_eval import sweep_measurement
+from kernelwright.tune.template import TemplateError, parse_template
 
 from ..asks import Answer, EvaluationAsk, SeedsAsk, SweepAsk
 from ..results import AskFailure, SeedsResult, SweepOutcome
@@ -40,10 +44,6 @@ def record_seeds(ask: SweepAsk, record: SweepResult) -> None:
     """What the sweep measured, into the seed cache (a full judgement outranks it there)."""
     if not ask.template or not ask.device:
         return
-    from kernelwright.tune.seeds import SeedCache
-    from kernelwright.tune.sweep_eval import sweep_measurement
-    from kernelwright.tune.template import TemplateError, parse_template
-
     try:
         template = parse_template(ask.template, name="templatized")
     except TemplateError as exc:  # the engine parsed it: not expected
@@ -57,10 +57,6 @@ def record_verdict_seed(ask: EvaluationAsk, verdict) -> None:
     """A tuning instance's full verdict into the seed cache (it outranks sweep times there)."""
     if ask.seed is None:
         return
-    from kernelwright.tune.evaluate import FAIL, PASS, Measurement
-    from kernelwright.tune.seeds import SeedCache
-    from kernelwright.tune.template import TemplateError, parse_template
-
     try:
         template = parse_template(ask.seed.template, name="templatized")
     except TemplateError as exc:  # the engine parsed it: not expected
@@ -73,9 +69,6 @@ def record_verdict_seed(ask: EvaluationAsk, verdict) -> None:
 
 def seeds_answer(ask: SeedsAsk) -> Answer:
     """The seed cache's best configurations for the ask's template on its device."""
-    from kernelwright.tune.seeds import SeedCache
-    from kernelwright.tune.template import TemplateError, parse_template
-
     try:
         template = parse_template(ask.template, name="templatized")
     except TemplateError as exc:
