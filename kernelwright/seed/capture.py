@@ -19,6 +19,9 @@ import warnings
 from typing import Any
 from unittest import mock
 
+import torch
+import torch.utils._triton as triton_utils
+
 from .kernels import heuristic_of
 from .types import Capture, Kernel, LaunchConfig, SeedError
 from .wrapper import kernel_sources
@@ -26,8 +29,6 @@ from .wrapper import kernel_sources
 
 def capture(problem, gemm: str, device: str, seed: int = 0) -> Capture:
     """Compile `problem`'s Model at its loaded sizes with inductor and read back what it wrote."""
-    import torch
-
     model = problem.make_model(seed, device=device)
     inputs = problem.make_inputs(seed, "given", device=device)
     outputs, output_count = _output_shape(model, inputs)
@@ -40,7 +41,7 @@ def capture(problem, gemm: str, device: str, seed: int = 0) -> Capture:
     arg_exprs = tuple(_arg_expr(model, inputs, params, value) for value in graphs[0][1])
     live = modules[-1] if modules else None
     kernels = {name: _kernel(name, source, live) for name, source in kernel_sources(wrapper).items()}
-    import triton
+    import triton  # noqa: PLC0415 -- triton may be absent: inductor's refusal without it is the SeedError reported (in _compile)
 
     return Capture(wrapper, kernels, arg_exprs, tuple(_param_text(p) for p in params), outputs, output_count,
                    device, gemm,
@@ -64,8 +65,6 @@ def _inductor_settings(gemm: str, device: str) -> dict[str, Any]:
 def _without_triton_backend(device: str):
     """Inductor hashes the active Triton backend into its kernels' metadata; on a CPU there is none
     (the kernels run interpreted), so a fixed name stands in while the code is generated."""
-    import torch.utils._triton as triton_utils
-
     if device != "cpu":
         yield
         return
@@ -76,12 +75,11 @@ def _without_triton_backend(device: str):
 
 
 def _compile(model, inputs, gemm: str, device: str, graphs: list, modules: list) -> str:
-    import torch
-    import torch._dynamo
-    from torch._inductor import config as inductor_config
-    from torch._inductor.compile_fx import compile_fx
-    from torch._inductor.graph import GraphLowering
-    from torch._inductor.utils import fresh_cache, get_code, run_and_get_code
+    import torch._dynamo  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
+    from torch._inductor import config as inductor_config  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
+    from torch._inductor.compile_fx import compile_fx  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
+    from torch._inductor.graph import GraphLowering  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
+    from torch._inductor.utils import fresh_cache, get_code, run_and_get_code  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
 
     def backend(gm, example_inputs):
         graphs.append((gm, list(example_inputs)))
@@ -124,8 +122,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _output_shape(model, inputs) -> tuple[str, int]:
-    import torch
-
     with torch.no_grad():
         out = model(*inputs)
     if isinstance(out, torch.Tensor):
@@ -170,8 +166,8 @@ def _arg_expr(model, inputs: list, params: list[inspect.Parameter], value) -> st
 def _kernel(name: str, source: str, live) -> Kernel:
     """The kernel with its launch: the autotuner's pick where the compiled code ran (a GPU), else
     inductor's first configuration (what inductor launches under the Triton interpreter)."""
-    from torch._inductor.codecache import PyCodeCache
-    from torch._inductor.runtime.triton_heuristics import GridExpr
+    from torch._inductor.codecache import PyCodeCache  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
+    from torch._inductor.runtime.triton_heuristics import GridExpr  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
 
     heuristic = heuristic_of(name, source)
     tuner = getattr(live, name, None) if live is not None else None

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from ..judge.candidate_kinds import scan
+from ..problem import ProblemError, load_candidate
 from .types import SeedError
 
 TOLERANCE = 1e-3  # looser than the judge's: this check looks for a broken export, not for precision
 
 
 def check_seed(problem, path: Path, device: str, seed: int = 0) -> None:
-    import torch
-
-    from ..problem import ProblemError, load_candidate
-
     source = path.read_text()
     found = scan(source)
     if found:
@@ -43,8 +42,6 @@ def check_seed(problem, path: Path, device: str, seed: int = 0) -> None:
 
 
 def _same_weights(reference, candidate) -> None:
-    import torch
-
     ours = candidate.state_dict()
     for name, value in reference.state_dict().items():
         if name not in ours or not torch.equal(ours[name], value):
@@ -52,8 +49,6 @@ def _same_weights(reference, candidate) -> None:
 
 
 def _close(index: int, want, have) -> None:
-    import torch
-
     if have.shape != want.shape or have.dtype != want.dtype:
         raise SeedError(f"output {index}: the seed gives {tuple(have.shape)} {have.dtype}, the reference "
                         f"{tuple(want.shape)} {want.dtype}")

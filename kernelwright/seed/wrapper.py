@@ -19,6 +19,8 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 
+import torch
+
 from ..problem.pysource import attribute_chain
 from .types import SeedError
 
@@ -161,9 +163,7 @@ class _Rewriter:
 
     def _extern(self, name: str) -> ast.expr:
         """extern_kernels.NAME as the torch function it is, or a copy of inductor's Python helper."""
-        from torch._inductor.select_algorithm import extern_kernels
-
-        import torch
+        from torch._inductor.select_algorithm import extern_kernels  # noqa: PLC0415 -- torch._inductor / torch._dynamo only while a seed is written (docs/architecture.md, seed/)
 
         fn = getattr(extern_kernels, name, None)
         if fn is not None and getattr(torch, name, None) is fn:

@@ -38,7 +38,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import protocol
+import torch
+
+from .. import cudaipc, memops, protocol
+from ..faults import async_fault
 
 REPLY_POLL_S = 0.002
 
@@ -67,8 +70,6 @@ def shared_fault(exc: BaseException) -> str:
     every client's context, so this process's next CUDA call during the candidate's call raises the
     candidate's fault. It is the candidate's error (a trial fails), never the judge's; no CUDA work
     of this process can follow (`RunnerLink.faulted`)."""
-    from ..faults import async_fault
-
     what = async_fault(f"{type(exc).__name__}: {exc}")
     if not what:
         return ""
@@ -150,8 +151,6 @@ class RunnerLink:
         GPU inside forward left no room to copy its outputs, H200 2026-11-28), so does this process,
         and `step` runs once more; a second shortage is raised (`self.held`: what the runner still
         holds, in bytes)."""
-        import torch
-
         try:
             return step()
         except torch.OutOfMemoryError:
@@ -167,8 +166,6 @@ class RunnerLink:
     def share(self, args: list, grad_outputs: list | None = None, poison: list[int] | None = None) -> None:
         """Make shared buffers shaped like `args` (and output gradients) and send them to the runner;
         again only when a call's inputs are shaped otherwise."""
-        import torch
-
         grad_outputs = grad_outputs or []
         layout = _layout(args) + [("grad",)] + _layout(grad_outputs)
         if layout == self.layout:
@@ -198,14 +195,10 @@ class RunnerLink:
         self.prediction = None
 
     def _buffer(self, value, offsets: dict[int, int]):
-        import torch
-
         if not isinstance(value, torch.Tensor):
             return value
         if value.device.type == "cpu":
             return self.arena.tensor(offsets[id(value)], value)
-        from .. import cudaipc
-
         nbytes = max(value.numel() * value.element_size(), 1)
         block = cudaipc.alloc(nbytes)
         self._keep = getattr(self, "_keep", []) + [block]
@@ -213,8 +206,6 @@ class RunnerLink:
                                  value.device)
 
     def _describe(self, value, payloads: list[bytes], offsets: dict[int, int]) -> dict[str, Any]:
-        import torch
-
         if isinstance(value, torch.Tensor) and value.device.type == "cpu" and self.arena is not None:
             return {"kind": "shm", "arena": 0, "offset": int(value.storage_offset()) * value.element_size()
                     // value.element_size(), "dtype": protocol.dtype_name(value.dtype), "shape": list(value.shape),
@@ -222,9 +213,7 @@ class RunnerLink:
         return protocol.describe(value, payloads, exports=self.exports)
 
     def _flag_words(self) -> None:
-        import torch
-
-        from .. import cudaipc, timing
+        from .. import timing  # noqa: PLC0415 -- timing is optional to the checker (main.optional_module): a broken one costs the timing, not the verdict
 
         if self.flags is not None:
             return
@@ -273,10 +262,6 @@ class RunnerLink:
         return result
 
     def _call_device(self, pristine: list, grads: list, message: dict[str, Any]) -> CallResult:
-        import torch
-
-        from .. import memops
-
         n = message["n"]
         stream = torch.cuda.current_stream(torch.device(self.device))
         handle = stream.cuda_stream
@@ -326,8 +311,6 @@ class RunnerLink:
         a GPU or before any prediction): work that escaped the call's stream shows as a change."""
         if not self.gpu or not self.prediction:
             return None
-        import torch
-
         self.request({"op": protocol.SYNC})
         views = [protocol.rebuild(d, [], inputs=self.shared, imports=self.imports) for d in self.prediction]
         copies = [v.clone() for v in views]
@@ -384,10 +367,6 @@ class RunnerLink:
         """Release this process's stream from waits on flags the runner will never write."""
         if self.flags is None:
             return
-        import torch
-
-        from .. import memops
-
         side = torch.cuda.Stream(torch.device(self.device))
         for k in range(3):
             memops.write(side.cuda_stream, self.flags.data_ptr() + 4 * k, n)
@@ -399,15 +378,11 @@ class RunnerLink:
 
 
 def _layout(values: list) -> list[tuple]:
-    import torch
-
     return [("tensor", tuple(v.shape), str(v.dtype), v.device.type) if isinstance(v, torch.Tensor) else ("value",)
             for v in values]
 
 
 def _refill(buffers: list, values: list) -> None:
-    import torch
-
     for buffer, value in zip(buffers, values, strict=False):
         if isinstance(buffer, torch.Tensor) and isinstance(value, torch.Tensor):
             buffer.copy_(value)

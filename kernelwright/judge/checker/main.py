@@ -19,6 +19,11 @@ Each step is a stage module of `checker.stages` with a typed result the next one
 (`stages.records`: Loaded -> Built -> Checked). The verdict is written to the result file at
 every stage (a token only this process was given proves it is the checker's), so a crash still
 leaves the last stage reached; the final write happens before the process exits.
+
+This module is imported torch-free: the supervisor imports it in the checker child before the
+child's set-up and confinement (`supervisor._checker_child`), and torch loads in step 1
+(`load_judge_modules`). The link and the stages bring torch, so the functions that run them import
+them; `finish`, `profile` and `context` do not, and are imported here.
 """
 from __future__ import annotations
 
@@ -34,17 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import jitpause
-from ..request import JudgeRequest
+from .. import jitpause, service
 from ..config import JudgeConfig
+from ..request import JudgeRequest, source_filename
+from ..sandbox import describe_status
 from ..stagetimes import StageTimer, process_age_s
 from ..verdict import ERROR, FAIL, PASS, Verdict
-from .stages import check as check_stage
-from .stages import compile as compile_stage
-from .stages import finish, load
+from .stages import finish
 from .stages import profile as profile_stage
-from .stages import sweep as sweep_stage
-from .stages import time as time_stage
 from .stages.context import Context, ResultWriter, read_text
 
 __all__ = ["ResultWriter", "RunnerProcess", "evaluate", "main", "run_stages", "spawn_runner"]
@@ -122,9 +124,6 @@ class RunnerProcess:
         return f"the candidate's process {status}" if status else message
 
     def status(self) -> str:
-        from .. import service
-        from ..sandbox import describe_status
-
         code = None
         if self.process is not None:
             try:
@@ -192,8 +191,6 @@ def materialise_candidate(request: JudgeRequest) -> Path:
 
 
 def _write_source(folder: Path, name: str, text: str) -> Path:
-    from ..request import source_filename
-
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / source_filename(name)
     path.write_text(text)
@@ -212,7 +209,8 @@ def run_stages(ctx: Context) -> None:
 
 
 def stages_in_order(ctx: Context) -> None:
-    from .link import RunnerLink
+    from .link import RunnerLink  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
+    from .stages import check as check_stage, compile as compile_stage, load, sweep as sweep_stage, time as time_stage  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
 
     loaded = load.run(ctx)
     if loaded is None:
@@ -266,7 +264,7 @@ def evaluate(request: JudgeRequest, writer: ResultWriter, modules: dict[str, Any
 def candidate_fault(ctx: Context, exc: BaseException) -> str:
     """A CUDA fault raised in this process once the candidate's kernels have run (`link.shared_fault`:
     one MPS server, one fault for all its clients): the candidate's error, not the judge's."""
-    from .link import shared_fault
+    from .link import shared_fault  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
 
     link = getattr(ctx, "link", None)
     if link is None or not getattr(link, "n", 0):
@@ -276,6 +274,8 @@ def candidate_fault(ctx: Context, exc: BaseException) -> str:
 
 def close_runner(ctx: Context) -> None:
     """The runner gone for good: finished if it is still answering, else killed."""
+    from .stages import time as time_stage  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
+
     runner = ctx.runner
     if runner is None:
         return
@@ -291,7 +291,8 @@ def compile_only(request: JudgeRequest, writer: ResultWriter, modules: dict[str,
                  runner: RunnerProcess | None = None) -> Verdict:
     """Phase A of the pool: the runner imports the candidate so its extensions land in the shared
     build cache."""
-    from .link import RunnerLink
+    from .link import RunnerLink  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
+    from .stages import compile as compile_stage  # noqa: PLC0415 -- brings torch: this module is imported torch-free, before the checker child's set-up (module docstring)
 
     config = JudgeConfig.from_dict(request.config)
     verdict = Verdict(problem=request.problem_label, candidate=request.candidate_label, stage="compile",
@@ -314,14 +315,14 @@ def compile_only(request: JudgeRequest, writer: ResultWriter, modules: dict[str,
 def load_judge_modules(notes: list[str]) -> dict[str, Any]:
     """Step 1: the judge's own modules. Importing torch._dynamo now keeps its import-time patches
     (it wraps torch.manual_seed) out of this process's later behaviour."""
-    from .. import guards
+    from .. import guards  # noqa: PLC0415 -- step 1 itself: guards brings torch, loaded here, after the checker child's set-up and confinement (supervisor._checker_child)
 
     guards.die_with_parent()
     guards.apply_rlimits_from_env()
     guards.apply_thread_count()
     modules = {name: optional_module(name, notes) for name in ("timing", "compile", "baseline", "floor", "env")}
     try:
-        import torch._dynamo  # noqa: F401
+        import torch._dynamo  # noqa: F401,PLC0415 -- step 1: dynamo's import-time patches taken now, after the guards; it may be absent
     except Exception as exc:  # noqa: BLE001 - dynamo is optional for the judge itself
         notes.append(f"torch._dynamo unavailable: {exc}")
     return {k: v for k, v in modules.items() if v is not None}

@@ -18,6 +18,9 @@ import random
 import time
 from dataclasses import dataclass, field
 
+import torch
+
+from ..check import compare, flatten_outputs, make_inputs
 from ..checks import check_flag
 from ..verdict import REJECT, Flag, TimingStats
 
@@ -35,7 +38,7 @@ def call_counts(estimate_ms: float, wall_ms: float, config) -> tuple[int, int]:
     call here costs `wall_ms` (fresh inputs, the round trip to the runner, a check now and then),
     often far more than its kernels for a short one, so the calls of a repeat fit
     `config.timed_wall_ms` (the warm-up calls a tenth of it), never fewer than `min_reps`."""
-    from .. import timing
+    from .. import timing  # noqa: PLC0415 -- timing is optional to the checker (main.optional_module): a broken one costs the timing, not the verdict
 
     per_call = max(wall_ms, estimate_ms, 1e-6)
     bound = getattr(config, "timed_wall_ms", 0.0) or 0.0
@@ -73,8 +76,6 @@ class TimedCalls:
 
     def one(self, check: bool) -> float:
         """One timed call on fresh inputs (compared with the reference when `check`); its time in ms."""
-        from ..check import make_inputs
-
         loaded = self.loaded
         seed = self.rng.randrange(1 << 20, 1 << 31)
         pristine = make_inputs(loaded.problem, seed, "given", loaded.device)
@@ -96,10 +97,6 @@ class TimedCalls:
         return list(backward.grad_outputs(template, seed))
 
     def _compare(self, pristine: list, grad_outputs: list, result, seed: int) -> None:
-        import torch
-
-        from ..check import compare, flatten_outputs
-
         self.checked += 1
         loaded = self.loaded
         if self.reference is None:
@@ -124,7 +121,7 @@ class TimedCalls:
 
     def measure(self, _call=None, config=None, device=None) -> tuple[TimingStats, list[Flag]]:
         """One repeat: an estimate, warm-up calls, then the timed calls with a random sample checked."""
-        from .. import timing
+        from .. import timing  # noqa: PLC0415 -- timing is optional to the checker (main.optional_module): a broken one costs the timing, not the verdict
 
         config = config or self.config
         started = time.perf_counter()

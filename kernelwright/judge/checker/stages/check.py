@@ -6,8 +6,13 @@ trial ask the runner for its dispatcher record. Then the rule set's checks on wh
 work, from what the runner recorded of the trials (`observed`), and dynamo."""
 from __future__ import annotations
 
+import torch
+
+from .... import rules
+from ... import check, grad, guards, inplace, work
 from ...checks import check_flag
 from ...verdict import ERROR, FAIL, REJECT, CompileResult, Flag, TrialResult
+from ..link import RunnerGone
 from .context import Context
 from .records import Built, Checked
 
@@ -16,11 +21,6 @@ TRIALS = "trials"
 
 def run(ctx: Context, built: Built) -> Checked | None:
     """All trials and guards; None when a trial raised (the verdict is then decided)."""
-    import torch
-
-    from ... import check
-    from ..link import RunnerGone
-
     loaded = built.loaded
     ctx.writer.stage(ctx.verdict, "check")
     first, last = loaded.cases[0], loaded.cases[-1]
@@ -63,8 +63,6 @@ def trial_with_room(ctx: Context, built: Built, case, record: bool = False) -> t
     (`link.with_room`); a shortage that remains fails the trial with the out-of-memory text (the pool
     then judges it again alone, and with the references on the host, before holding it against the
     candidate)."""
-    import torch
-
     try:
         return run_trial(ctx, built, case, record)
     except torch.OutOfMemoryError as exc:
@@ -84,8 +82,6 @@ def out_of_room(link, exc: BaseException) -> str:
 
 def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[TrialResult, str | None]:
     """One trial on freshly generated inputs: (result, the candidate's error or None)."""
-    from ... import check, grad, guards, inplace
-
     loaded = built.loaded
     ctx.writer.progress(f"trial {case.index} {case.variant}")
     result = TrialResult(trial=case.index, seed=case.seed, variant=case.variant, ok=False,
@@ -125,8 +121,6 @@ def run_trial(ctx: Context, built: Built, case, record: bool = False) -> tuple[T
 
 def share(ctx: Context, built: Built, pristine: list, grad_outputs: list) -> None:
     """The runner's shared buffers shaped for these inputs (made again only when they differ)."""
-    from ... import check
-
     sizes = [n for case in built.loaded.cases[:1] for n in check.tensor_bytes(case.ref_outputs)]
     built.link.share(pristine, grad_outputs, poison=sizes)
 
@@ -141,8 +135,6 @@ def grad_outputs_for(loaded, case) -> list:
 def compare_outputs(ctx: Context, called, refs: list, device: str):
     """The comparison of a call's copied outputs, after the runner's own account of their types
     (a tensor subclass could have meant something else by them)."""
-    from ... import check
-
     plain = ("Tensor", "Parameter")
     for index, kind in enumerate(called.types):
         if kind not in plain:
@@ -155,8 +147,6 @@ def side_stream_check(ctx: Context, built: Built, case, called) -> None:
     """A trial whose outputs, copied when the call ended, were wrong: copied again once the runner's
     device work has drained, they match the reference if the candidate's work escaped its stream
     (another stream never joined back, a thread): the verdict then says so."""
-    from ... import check
-
     try:
         again = built.link.recopy()
     except Exception:  # noqa: BLE001 - the first comparison stands
@@ -180,8 +170,6 @@ def stop_on_exception(ctx: Context, built: Built, result: TrialResult, error_typ
 def guard_output_cache(ctx: Context, built: Built) -> None:
     """Call again on trial 0's variant with other values in the *same* buffers: the output must
     follow the new values, not repeat the first call's (a cache keyed on data_ptr or shape)."""
-    from ... import check, guards
-
     loaded = built.loaded
     first, second = loaded.cases[0], loaded.refill
     ctx.writer.progress("trial refill")
@@ -201,8 +189,6 @@ def guard_output_cache(ctx: Context, built: Built) -> None:
 def observation_flags(ctx: Context, observed: dict) -> None:
     """What the runner saw the candidate do to its own process: functions replaced, precision
     switches changed, torch.compile used."""
-    from ... import guards
-
     for entry in observed.get("patched") or []:
         ctx.flag(guards.monkeypatch_flag(list(entry.get("names") or []), str(entry.get("when") or "")))
     for change in observed.get("precision_changes") or []:
@@ -218,12 +204,9 @@ def observation_flags(ctx: Context, observed: dict) -> None:
 def judge_work(ctx: Context, checked: Checked) -> None:
     """The rule set's checks on whose code did the work (judge/work.py), with the torch ops the
     profiler saw on other threads during the trials counted as forward's own."""
-    from ....rules import get
-    from ... import work
-
     observed = checked.observed
     threads = work.thread_ops(observed, TRIALS) if checked.loaded.backward is None else {}
-    record, flags = work.evaluate(get(ctx.config.rules), checked.loaded.ref_ops, checked.buckets,
+    record, flags = work.evaluate(rules.get(ctx.config.rules), checked.loaded.ref_ops, checked.buckets,
                                   dict(observed.get("launches") or {}), list(observed.get("libraries") or []),
                                   ctx.candidate_source, thread_ops=threads,
                                   own_kernels=work.own_kernels_seen(observed, TRIALS))
@@ -237,8 +220,6 @@ def judge_work(ctx: Context, checked: Checked) -> None:
 
 def observed_work(ctx: Context, checked: Checked, observed: dict) -> list[Flag]:
     """The timed calls ran no more torch work than the recorded trials (`work.observed_work_flag`)."""
-    from ... import work
-
     key = "kernels" if str(checked.loaded.device).startswith("cuda") else "top_ops"
     watched, unwatched = work.split_recorded(observed)
     if ctx.verdict.work is not None:

@@ -5,16 +5,17 @@ to build ModelNew with the reference's seed (the same weights). Nothing of the c
 this process."""
 from __future__ import annotations
 
+from ... import candidate_kinds
 from ...checks import check_flag
+from ...request import default_cache_dir
 from ...verdict import ERROR, REJECT, CompileResult, dataclass_from
+from ..link import RunnerGone
 from .context import Context
 from .records import Built, Loaded
 
 
 def run(ctx: Context, loaded: Loaded) -> Built | None:
     """The candidate loaded and ModelNew built in the runner; None when the verdict is decided."""
-    from ..link import RunnerGone
-
     ctx.writer.stage(ctx.verdict, "compile")
     with ctx.timer("compile"):
         static_flags(ctx)
@@ -56,8 +57,6 @@ def load_fields(ctx: Context, loaded: Loaded, candidate_path) -> dict:
 
 
 def cache_dir(ctx: Context):
-    from ...request import default_cache_dir
-
     return default_cache_dir(ctx.config)
 
 
@@ -70,8 +69,6 @@ def backward_settings(loaded: Loaded) -> dict | None:
 
 
 def compile_result(ctx: Context, record: dict | None) -> CompileResult:
-    from ... import candidate_kinds
-
     try:
         result = dataclass_from(CompileResult, dict(record or {}))
     except (TypeError, ValueError):
@@ -88,8 +85,6 @@ def compile_errors(result: CompileResult, message: str) -> str:
 
 
 def static_flags(ctx: Context) -> None:
-    from ... import candidate_kinds
-
     for finding in candidate_kinds.scan(ctx.candidate_source):
         ctx.flag(check_flag(finding.check, REJECT,
                             f"{ctx.candidate_path}, line {finding.line}: uses {finding.what}: "
@@ -99,8 +94,6 @@ def static_flags(ctx: Context) -> None:
 def compile_only(ctx: Context) -> None:
     """Phase A of the pool: the runner imports the candidate so its extensions land in the shared
     build cache (no device work, no problem needed beyond its path)."""
-    from ..link import RunnerGone
-
     try:
         reply = ctx.link.load(problem_path=str(ctx.runner.problem_path), candidate_path=str(ctx.runner.candidate_path),
                               overrides={}, seed=ctx.config.seed, device="cpu", cache_dir=str(cache_dir(ctx)),

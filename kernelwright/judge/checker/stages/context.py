@@ -19,8 +19,9 @@ from typing import Any, Callable, Iterator
 
 from kernelwright.files import atomic_write
 
-from ...request import JudgeRequest
+from ....problem.errors import line_in_file
 from ...config import JudgeConfig
+from ...request import JudgeRequest, default_cache_dir
 from ...stagetimes import LockUse, StageTimer
 from ...verdict import Flag, Verdict
 
@@ -137,8 +138,6 @@ class Context:
 
 
 def describe_exception(exc: BaseException, path: Path | None, what: str) -> str:
-    from ....problem.errors import line_in_file
-
     line = line_in_file(exc, path) if path else None
     where = f" ({path}, line {line})" if line else ""
     text = f"{type(exc).__name__}: {exc}".strip()
@@ -159,8 +158,6 @@ def install_build_cache(ctx: Context):
     kwcompile = ctx.modules.get("compile")
     if kwcompile is None:
         return None
-    from ...request import default_cache_dir
-
     try:
         return kwcompile.install_build_cache(default_cache_dir(ctx.config))
     except Exception as exc:  # noqa: BLE001 - fall back to uncached builds

@@ -6,23 +6,29 @@ with the supervisor, which also closes the reference store to this evaluation.
 from __future__ import annotations
 
 import os
+import platform
 import time
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from ....problem import ProblemError, load_problem
+from ....problem.ops import record_aten_ops
+from ....problem.reference import TritonLaunchRecorder, describe_reference
+from ... import check, gpucompare, gpulock, grad, guards, judgekernels, service
+from ... import reference as refside
 from ...config import JudgeConfig
+from ...refcases import References
+from ...request import default_cache_dir
 from ...verdict import ERROR
+from . import reference as refstage
 from .context import Context, describe_exception, install_build_cache, read_text
 from .records import Loaded
 
 
 def run(ctx: Context) -> Loaded | None:
     """Load the problem and every trial's reference output; None when the verdict is decided."""
-    from ....problem import ProblemError, load_problem
-    from ....problem.reference import describe_reference
-    from ... import check, grad, guards
-    from ... import reference as refside
-    from . import reference as refstage
-
     ctx.writer.stage(ctx.verdict, "load")
     with ctx.timer("setup"):
         try:
@@ -88,10 +94,6 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
     """Compile the judge's comparison kernel for these reference outputs (`gpucompare.warm`), from
     the entries other evaluations compiled (`judgekernels`), and offer what it compiled anew; before
     the seal, outside the device's hold. Without it the comparison takes the torch path."""
-    from pathlib import Path
-
-    from ... import gpucompare, judgekernels, service
-
     dtypes = gpucompare.wanted([o for case in loaded.cases for o in case.ref_outputs], loaded.device)
     if not dtypes:
         return
@@ -110,11 +112,6 @@ def warm_judge_kernels(ctx: Context, loaded: Loaded) -> None:
 def compute_references(ctx: Context, problem, device: str, sync, backward, room):
     """Every trial's reference outputs, computed here within `room` (a `check.DeviceRoom`) as a
     `refcases.References`; None when the problem's own code failed (the verdict is then decided)."""
-    from ....problem.ops import record_aten_ops
-    from ....problem.reference import TritonLaunchRecorder
-    from ... import check
-    from ...refcases import References
-
     try:
         reference = problem.make_model(ctx.config.seed, device)
         cases, refill, ref_mutates = check.reference_cases(
@@ -132,10 +129,6 @@ def compute_references(ctx: Context, problem, device: str, sync, backward, room)
 
 
 def device_lock(ctx: Context, device: str):
-    from ... import gpulock
-    from ... import service
-    from ...request import default_cache_dir
-
     lock = gpulock.lock_for(device, default_cache_dir(ctx.config))
     if isinstance(lock, gpulock.NoLock):
         ctx.notes.append(lock.why)
@@ -151,8 +144,6 @@ def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
     """Tell the supervisor, before any candidate code exists in this process, what its baselines
     are measured for (sizes, device, the device's name): it accepts these once, so a candidate
     cannot have baselines measured, and cached, for other parameters in its name."""
-    from ... import service
-
     if not service.available():
         return
     env = ctx.modules.get("env")
@@ -164,8 +155,6 @@ def seal_baseline_parameters(ctx: Context, loaded: Loaded) -> None:
 
 
 def resolve_device(config: JudgeConfig) -> str:
-    import torch
-
     if config.device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if config.device.startswith("cuda") and not torch.cuda.is_available():
@@ -180,17 +169,11 @@ def environment(ctx: Context, device: str) -> dict[str, Any]:
             return dict(env.environment(device))
         except Exception as exc:  # noqa: BLE001 - a missing field must not cost the verdict
             ctx.notes.append(f"env.environment failed: {exc}")
-    import platform
-
-    import torch
-
     return {"python": platform.python_version(), "torch": torch.__version__,
             "triton_interpret": os.environ.get("TRITON_INTERPRET", "")}
 
 
 def record_precision(ctx: Context, loaded: Loaded) -> None:
-    from ... import check, guards
-
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in loaded.cases[0].ref_outputs})
     tolerances = {d: dict(zip(("atol_rtol", "rel_l2"), ctx.config.tolerance_for(d), strict=True)) for d in dtypes}
     ctx.verdict.precision = {"reference_dtypes": dtypes, "allow_tf32": ctx.config.allow_tf32,

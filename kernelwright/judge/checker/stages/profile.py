@@ -7,7 +7,7 @@ from .records import Checked
 
 
 def run(ctx: Context, checked: Checked) -> None:
-    from ...profiling import profile_report
+    from ...profiling import profile_report  # noqa: PLC0415 -- judge.profiling imports baseline, compile and env, optional to the checker (main.optional_module): loaded only when a profile is asked for
 
     loaded = checked.loaded
     ctx.writer.stage(ctx.verdict, "profile")

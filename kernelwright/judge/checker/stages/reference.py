@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from ... import guards, refcases, service
+from ...check import DeviceRoom
 from .context import Context, read_text
 
 STAGED = Path("reference-stage") / "cases.pt"  # in the worker's work folder (its cwd)
@@ -27,8 +31,6 @@ _perf_counter = time.perf_counter
 def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the store's reply, the entry's payload `read` on the CPU on a verified hit, else None). No
     device work: runs before the worker holds the device."""
-    from ... import guards, refcases, service
-
     if not service.available() or ctx.config.reference_cache_entry_bytes <= 0:
         return None, None
     env = ctx.modules.get("env")
@@ -51,8 +53,6 @@ def lookup(ctx: Context, problem, device: str) -> tuple[dict[str, Any] | None, d
 def place(ctx: Context, reply: dict[str, Any] | None, entry: dict[str, Any] | None, device: str, room):
     """A hit's References on the device within `room` (a `check.DeviceRoom`; under the hold), or
     None: then they are computed."""
-    from ... import refcases
-
     if reply is None or entry is None:
         return None
     try:
@@ -79,8 +79,6 @@ class Staged:
 def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) -> Staged | None:
     """Whether freshly computed references (in `compute_s` seconds) go to the store; their CPU copies
     if so. Under the hold (the copies read the device); `store` writes them after it."""
-    from ... import refcases
-
     if reply is None:
         return None
     record = {"hit": False, "key": reply.get("key", ""), "why": reply.get("why", "")}
@@ -106,8 +104,6 @@ def stage(ctx: Context, reply: dict[str, Any] | None, refs, compute_s: float) ->
 def store(ctx: Context, staged: Staged | None) -> dict[str, Any] | None:
     """Write staged references and ask the supervisor to publish them (no device work: after the
     hold); what happened, for the verdict."""
-    from ... import refcases, service
-
     if staged is None or staged.payload is None:
         return staged.record if staged is not None else None
     record, started = staged.record, _perf_counter()
@@ -137,8 +133,6 @@ def release_cached(device: str) -> None:
     checker held 14 GiB while the candidate ran out of memory). Kept references stay."""
     if not device.startswith("cuda"):
         return
-    import torch
-
     try:
         torch.cuda.empty_cache()
     except Exception:  # noqa: BLE001 - a broken context shows at the next device call
@@ -151,8 +145,6 @@ def open_context(device: str) -> None:
     the first query of free memory. Nothing off a GPU; a failure shows at the next device call."""
     if not device.startswith("cuda"):
         return
-    import torch
-
     try:
         torch.cuda.mem_get_info(torch.device(device))
     except Exception:  # noqa: BLE001 - reported where the device is used
@@ -161,12 +153,8 @@ def open_context(device: str) -> None:
 
 def device_room(device: str, config):
     """What the reference outputs may keep on the GPU (a `check.DeviceRoom`: nothing off a GPU)."""
-    from ...check import DeviceRoom
-
     if not device.startswith("cuda"):
         return DeviceRoom()
-    import torch
-
     try:
         free, _ = torch.cuda.mem_get_info(torch.device(device))
     except Exception:  # noqa: BLE001 - unknown: keep them on the CPU

@@ -13,7 +13,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from ... import candidate_kinds, sweep
 from ...verdict import FAIL, PASS, REJECT, Verdict
+from ..link import RunnerGone
+from ..timed_calls import TimedCallFailed, TimedCalls, TooSlowToTime
 from . import check as check_stage
 from . import compile as compile_stage
 from .context import Context
@@ -34,8 +37,6 @@ class Skip(Exception):
 
 def run(ctx: Context, loaded: Loaded) -> None:
     """Every instance of the request, in order; the verdict passes when one was timed."""
-    from ... import sweep
-
     instances = sweep.parse_instances(ctx.request.sweep)
     folder = ctx.runner.instances  # written by the supervisor where the runner may read but not write
     if folder is None:  # a runner this process started (no supervisor): the instances are ours to write
@@ -73,9 +74,6 @@ def publish(ctx: Context, record) -> None:
 
 def one(ctx: Context, loaded: Loaded, record, config, source: str, path: Path, shared: dict) -> None:
     """One configuration, start to end; whatever stops it becomes its status and reason."""
-    from ... import sweep
-    from ..link import RunnerGone
-
     started = _perf_counter()
     config.status = sweep.RUNNING
     publish(ctx, record)
@@ -109,8 +107,6 @@ def one(ctx: Context, loaded: Loaded, record, config, source: str, path: Path, s
 
 def build(ctx: Context, mine: Context, loaded: Loaded, source: str, path: Path) -> Built:
     """The instance's source scanned, then imported and ModelNew built in the runner."""
-    from ... import candidate_kinds, sweep
-
     findings = candidate_kinds.scan(source)
     if findings:
         raise Skip(sweep.REJECTED, "; ".join(f"line {f.line}: uses {f.what}: {f.why}" for f in findings))
@@ -132,8 +128,6 @@ def build(ctx: Context, mine: Context, loaded: Loaded, source: str, path: Path) 
 def trial(ctx: Context, mine: Context, built: Built) -> Checked:
     """One trial on fresh inputs, compared with its reference; then the rule set's checks on the
     runner's record of it (the output-cache guard and the other trials are the full evaluation's)."""
-    from ... import sweep
-
     loaded = built.loaded
     ctx.writer.stage(ctx.verdict, "check")
     with ctx.on_device(loaded.lock, "shared"), ctx.timer("check"):
@@ -158,9 +152,6 @@ def trial(ctx: Context, mine: Context, built: Built) -> Checked:
 def timed(ctx: Context, mine: Context, checked: Checked, shared: dict):
     """One repeat of the judge's timed calls, the device held exclusively; then the timed calls'
     work against the recorded trial's (`observed_work`)."""
-    from ... import sweep
-    from ..timed_calls import TimedCallFailed, TimedCalls, TooSlowToTime
-
     loaded, built = checked.loaded, checked.built
     if ctx.modules.get("timing") is None:
         raise Skip(sweep.FAILED, "the judge's timing module is not available: nothing was timed")
@@ -185,8 +176,6 @@ def timed(ctx: Context, mine: Context, checked: Checked, shared: dict):
 
 
 def rejected(mine: Context) -> None:
-    from ... import sweep
-
     flags = [f for f in mine.verdict.flags if f.severity == REJECT]
     if flags:
         raise Skip(sweep.REJECTED, "; ".join(f"[{f.code}] {f.message}" for f in flags))

@@ -11,18 +11,17 @@ exclusive taking waits for all other workers' shared sections to drain, so one t
 two is throughput (docs/benchmarks.md)."""
 from __future__ import annotations
 
-from ...verdict import FAIL, INFO, WARN, Flag, Verdict
+from ... import kernel_times, service, timed, work
+from ...verdict import FAIL, INFO, WARN, Baselines, Flag, Verdict, dataclass_from
+from ..link import RunnerGone
+from ..timed_calls import TimedCallFailed, TimedCalls
+from . import check as check_stage
 from . import finish
 from .context import Context
 from .records import Checked
 
 
 def run(ctx: Context, checked: Checked) -> None:
-    from ... import timed
-    from ..link import RunnerGone
-    from ..timed_calls import TimedCalls, TimedCallFailed
-    from . import check as check_stage
-
     loaded, link = checked.loaded, checked.built.link
     timing = ctx.modules.get("timing")
     ctx.writer.stage(ctx.verdict, "time")
@@ -78,8 +77,6 @@ def timer_note(ctx: Context, link) -> None:
 
 def end_runner(ctx: Context) -> None:
     """Tell the runner to finish (its report is final) before anything is measured without it."""
-    from ..link import RunnerGone
-
     if ctx.runner.finished:
         return
     ctx.runner.ended()
@@ -91,8 +88,6 @@ def end_runner(ctx: Context) -> None:
 
 def kernel_shares(observed: dict, device: str) -> dict:
     """Where the timed calls' kernel time went: per kernel its µs and launches per call and share."""
-    from ... import kernel_times, work
-
     if not str(device).startswith("cuda"):
         return kernel_times.unavailable("evaluated on the CPU: there is no GPU kernel timeline (Triton runs in the "
                                         "interpreter), so no per-kernel times")
@@ -183,9 +178,6 @@ def get_baselines(ctx: Context, checked: Checked, baseline):
     """From the supervisor (it measures and caches them once the runner is gone; this process may
     not write the cache), for the parameters sealed before the candidate was loaded; in-process
     where there is none."""
-    from ... import service
-    from ...verdict import Baselines, dataclass_from
-
     if service.available():
         return dataclass_from(Baselines, service.call("baselines")["baselines"])
     loaded = checked.loaded
