@@ -61,7 +61,7 @@ def parse_args():
 
 def write_requests(manifest: dict, folders: list[Path], device: str) -> list[dict]:
     """One batch request per candidate, request j into folder j mod len(folders)."""
-    from kernelwright.judge.scheduling.batch import write_request
+    from kernelwright.judge.scheduling.batch_folder import write_request
 
     requests, j = [], 0
     for index in range(max(len(p["candidates"]) for p in manifest["problems"])):
@@ -140,7 +140,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 def verdict_row(request: dict) -> dict:
     from kernelwright.judge.scheduling.admission import OOM_RETRIED, is_oom, oom_line, peak_of
-    from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX
+    from kernelwright.judge.scheduling.batch_folder import VERDICT_SUFFIX
     from kernelwright.judge.outcome import outcome
     from kernelwright.judge.verdict import Verdict
 

@@ -93,7 +93,7 @@ def judge(folders: list[Path], count: int, args: argparse.Namespace, cache: Path
 
 
 def one_round(count: int, args: argparse.Namespace, scratch: Path, cache: Path | None, label: str) -> dict:
-    from kernelwright.judge.scheduling.batch import read_verdicts
+    from kernelwright.judge.scheduling.batch_folder import read_verdicts
 
     folders = round_speed.round_requests(args, scratch / label)
     if not args.cpu:

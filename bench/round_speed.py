@@ -66,7 +66,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def round_requests(args: argparse.Namespace, root: Path) -> list[Path]:
     """Write the round's requests into `root`/suite_<i>/evals; the folders."""
-    from kernelwright.judge.scheduling.batch import write_request
+    from kernelwright.judge.scheduling.batch_folder import write_request
     from kernelwright.profile.reference import reference_source
 
     folders = [root / f"suite_{i}" / "evals" for i in range(args.suites)]
@@ -113,7 +113,7 @@ def judge_round(tree: str, folders: list[Path], args: argparse.Namespace, cache:
 
 def summary(folders: list[Path], run: dict) -> dict:
     """Per-stage seconds, first/last verdict, coverage, from the verdict files and the runner's log."""
-    from kernelwright.judge.scheduling.batch import read_verdicts
+    from kernelwright.judge.scheduling.batch_folder import read_verdicts
 
     verdicts = [v for f in folders for v in read_verdicts(f).values()]
     stages: dict[str, float] = {}

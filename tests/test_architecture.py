@@ -146,7 +146,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     # function-level imports kept where a module is loaded lazily on purpose; each is left for a
     # follow-up that moves the shared piece into a module of its own
     frozenset({"profile.executor", "profile.ncu"}): "the executor runs ncu's commands; ncu defaults to the local executor",
-    frozenset({"judge.scheduling.batch", "judge.scheduling.batch_profile"}): "request helpers shared with the profile pass",
     frozenset({"report.html", "report.leaderboard", "report.markdown"}): "the leaderboard renders through both writers, which read its rows",
 }
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, VERDICT_SUFFIX, write_request
+from kernelwright.judge.scheduling.batch_folder import REQUEST_SUFFIX, VERDICT_SUFFIX, write_request
 from kernelwright.judge.verdict import Verdict
 
 from .evaluate import JudgeEvaluator, Measurement, file_stem, instance_hash

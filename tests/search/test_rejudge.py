@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kernelwright.judge import JudgeConfig
-from kernelwright.judge.scheduling.batch import REQUEST_SUFFIX, VERDICT_SUFFIX
+from kernelwright.judge.scheduling.batch_folder import REQUEST_SUFFIX, VERDICT_SUFFIX
 from kernelwright.judge.verdict import TrialResult, Verdict
 from kernelwright.search.drivers.rejudge import RejudgeOptions, eligible, rejudge
 from kernelwright.search.drivers.session import RunError

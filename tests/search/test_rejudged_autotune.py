@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelwright.cli.app import app
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch, batch_folder
 from kernelwright.judge.verdict import INFO, Baselines, Flag, TimingStats, TrialResult, Verdict
 from kernelwright.search.budget import Limits
 from kernelwright.search.drivers.autotune import run_autotune
@@ -71,10 +71,10 @@ def problems(tmp_path) -> list[Path]:
 
 def answer(folder: Path, text_of) -> list[str]:
     """Write a verdict for every request in `folder` that has none: `text_of(request name)`."""
-    names = sorted(p.name[:-len(batch.REQUEST_SUFFIX)] for p in folder.glob(f"*{batch.REQUEST_SUFFIX}")
-                   if not batch.verdict_path(p).exists())
+    names = sorted(p.name[:-len(batch_folder.REQUEST_SUFFIX)] for p in folder.glob(f"*{batch_folder.REQUEST_SUFFIX}")
+                   if not batch_folder.verdict_path(p).exists())
     for name in names:
-        (folder / f"{name}{batch.VERDICT_SUFFIX}").write_text(text_of(name))
+        (folder / f"{name}{batch_folder.VERDICT_SUFFIX}").write_text(text_of(name))
     return names
 
 
@@ -191,7 +191,7 @@ def test_a_paused_autotune_run_follows_a_rejudged_verdict(problems, tmp_path):
                          run_dir=str(run_dir))
     assert len(run_autotune(options).pending_evals) == 2
     folder = run_dir / "evals"
-    first = min(folder.glob("*.request.json"), key=batch.request_priority).name[:-len(batch.REQUEST_SUFFIX)]
+    first = min(folder.glob("*.request.json"), key=batch_folder.request_priority).name[:-len(batch_folder.REQUEST_SUFFIX)]
     (folder / f"{first}.verdict.json").write_text(baseline_oom(first))
     paused = run_autotune(RunOptions(resume=str(run_dir)))
     assert paused.status == "paused" and len(paused.pending_evals) == 1 and paused.best_speedup is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch, batch_folder
 from kernelwright.search.drivers.session import RunOptions
 from kernelwright.search.drivers.suite import resume_suite, run_suite
 from kernelwright.search.budget import Limits
@@ -41,8 +41,8 @@ def test_a_batch_suite_judged_in_part_stores_what_came_back(problems, tmp_path):
     folder = suite / "evals"
     requests = sorted(folder.glob("*.request.json"))
     assert len(requests) == 4 and {p.name.split("--")[0] for p in requests} == {"relu_x2", "relu_x3"}
-    ordered = sorted(requests, key=lambda p: (batch.request_priority(p), p.name))
-    assert [batch.request_priority(p) for p in ordered] == [0, 0, 1, 1]  # every problem's first instance first
+    ordered = sorted(requests, key=lambda p: (batch_folder.request_priority(p), p.name))
+    assert [batch_folder.request_priority(p) for p in ordered] == [0, 0, 1, 1]  # every problem's first instance first
     for request in requests:
         data = json.loads(request.read_text())
         assert "problem_source" in data and data["config"]["shrink"] is False  # no path of this machine

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from kernelwright.judge.config import JudgeConfig
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.request import SourceText
+from kernelwright.judge.scheduling import batch, batch_folder
 from kernelwright.judge.scheduling.node import NodeJob
 from kernelwright.search.asks import EvaluationAsk, SeedRecord, SeedsAsk, SweepAsk, SweepItem
 from kernelwright.search.drivers.evaluators import BatchEvaluator, LocalEvaluator
@@ -148,11 +149,11 @@ def test_the_batch_evaluator_writes_a_sweep_request_that_the_batch_runner_judges
 
 
 def test_a_batch_request_with_a_malformed_sweep_is_refused_clearly(tmp_path):
-    path = batch.write_request(tmp_path, "bad", batch.SourceText(PROBLEM, "p.py"), "x = 1")
+    path = batch_folder.write_request(tmp_path, "bad", SourceText(PROBLEM, "p.py"), "x = 1")
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "sweep": [{"params": {}, "source": 3}]}))
-    with pytest.raises(batch.BatchError, match="bad sweep: sweep instance 0"):
-        batch.read_request(path)
+    with pytest.raises(batch_folder.BatchError, match="bad sweep: sweep instance 0"):
+        batch_folder.read_request(path)
 
 
 def test_a_node_job_carries_its_sweep_to_the_node():

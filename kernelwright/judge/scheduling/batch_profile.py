@@ -28,7 +28,7 @@ from ...files import atomic_write
 from ..config import JudgeConfig
 from ..profiling import failed_record
 from ..verdict import Verdict
-from .batch import REQUEST_SUFFIX, read_request, read_verdicts, request_name, verdict_path
+from .batch_folder import REQUEST_SUFFIX, read_request, read_verdicts, request_name, verdict_path
 
 PROFILE_OVERRIDES = {"trials": 1, "time": False, "baselines": [], "profile": True, "energy_ms": 0.0}
 MIN_SECONDS = 30.0  # a profile needs at least this much of the budget to be worth starting

@@ -30,7 +30,7 @@ from pathlib import Path
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.preflight import environment_error
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch_folder
 from kernelwright.judge.scheduling.pool import JudgeJob, JudgePool, visible_gpus
 from kernelwright.judge.verdict import Verdict
 
@@ -129,10 +129,10 @@ class BatchEvaluator:
                 return sweep_answer(ask, verdict)
             record_verdict_seed(ask, verdict)
             return verdict_answer(verdict)
-        request = self.folder / f"{name}{batch.REQUEST_SUFFIX}"
+        request = self.folder / f"{name}{batch_folder.REQUEST_SUFFIX}"
         if not request.is_file():  # asked again after a resume: the request is already there
             problem = SourceText(self.problem_source, name=f"{self.problem_name}.py")
-            request = batch.write_request(self.folder, name, problem, code, self.config,
+            request = batch_folder.write_request(self.folder, name, problem, code, self.config,
                                           profile=not sweep and ask.profile, priority=candidate_number(priority),
                                           sweep=sweep_instances(ask) if sweep else None)
         return _raise_pending(self.folder, name, request)
@@ -146,7 +146,7 @@ def candidate_number(candidate_id: str) -> int:
 
 def _find_verdict(folder: Path, name: str) -> Verdict | None:
     """The verdict file of one request, when it is there and readable."""
-    path = folder / f"{name}{batch.VERDICT_SUFFIX}"
+    path = folder / f"{name}{batch_folder.VERDICT_SUFFIX}"
     if not path.is_file():
         return None
     try:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch_folder
 from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 from kernelwright.judge.verdict import Verdict
 from kernelwright.report.best import write_best
@@ -144,16 +144,16 @@ class _ImportSession:
         pending = []
         for position, c in enumerate(waiting):
             name = f"{prefix}{c['id']}"
-            found = folder / f"{name}{batch.VERDICT_SUFFIX}"
+            found = folder / f"{name}{batch_folder.VERDICT_SUFFIX}"
             if found.is_file():
                 try:
                     self.record(c["id"], Verdict.from_json(found.read_text()))
                     continue
                 except (OSError, ValueError, TypeError):
                     pass  # unreadable: asked again below
-            request = folder / f"{name}{batch.REQUEST_SUFFIX}"
+            request = folder / f"{name}{batch_folder.REQUEST_SUFFIX}"
             if not request.is_file():
-                request = batch.write_request(folder, name, problem, c["code"], self.judge, priority=position)
+                request = batch_folder.write_request(folder, name, problem, c["code"], self.judge, priority=position)
             pending.append(request)
         return pending
 

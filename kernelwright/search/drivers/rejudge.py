@@ -21,7 +21,7 @@ from typing import Callable
 
 from kernelwright.judge.config import JudgeConfig
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch_folder
 from kernelwright.judge.scheduling.pool import JudgePool, visible_gpus
 from kernelwright.judge.verdict import Verdict
 from kernelwright.rules import get as get_rules
@@ -131,15 +131,15 @@ def _batch(store, run: dict, rows: list[dict], config: JudgeConfig, run_dir: Pat
            log: Callable[[str], None]) -> None:
     folder = run_dir / f"rejudge-{config.rules}"
     outcome.folder = folder
-    found = batch.read_verdicts(folder) if folder.is_dir() else {}
+    found = batch_folder.read_verdicts(folder) if folder.is_dir() else {}
     for row in rows:
         verdict = found.get(row["id"])
         if verdict is not None:
             _store(store, run["id"], row["id"], verdict, outcome, log)
             continue
-        request = folder / f"{row['id']}{batch.REQUEST_SUFFIX}"
+        request = folder / f"{row['id']}{batch_folder.REQUEST_SUFFIX}"
         if not request.is_file():
-            request = batch.write_request(folder, row["id"], _problem(run), row["code"], config)
+            request = batch_folder.write_request(folder, row["id"], _problem(run), row["code"], config)
         outcome.pending.append(request)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelwright.judge.scheduling import batch
+from kernelwright.judge.scheduling import batch, batch_folder
 from kernelwright.judge.verdict import Verdict
 
 from ..results import EvalResult
@@ -34,7 +34,7 @@ class Requested:
 
     ask_id: str | None  # None: a run without asks (the template tuner's instances)
     candidate_id: str
-    name: str  # the request's name: its verdict file is NAME + batch.VERDICT_SUFFIX
+    name: str  # the request's name: its verdict file is NAME + batch_folder.VERDICT_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def find(store, run_id: str, folder: Path, requested: list[Requested]) -> list[A
         stored = store.verdict(run_id, item.candidate_id)
         # the batch runner's rule: not judged, or correct with a baseline out of GPU memory
         why = batch.verdict_system_error(stored) if stored else None
-        new = _rejudged(folder / f"{item.name}{batch.VERDICT_SUFFIX}") if why else None
+        new = _rejudged(folder / f"{item.name}{batch_folder.VERDICT_SUFFIX}") if why else None
         if new is not None and json.loads(new.to_json()) != stored:
             found.append(Amendment(item.ask_id, item.candidate_id, json.loads(new.to_json()),
                                    EvalResult.from_verdict(new), why, new))

@@ -243,7 +243,8 @@ def test_the_lane_takes_no_seat_and_a_candidate_oom_beside_it_is_retried(tmp_pat
 def test_the_batch_runner_runs_the_lane_and_its_verdict_uses_the_lane_measurement(tmp_path, config, kernelbench):
     """A real batch on the CPU: the lane measures the problem once; the candidate's verdict has its
     eager baseline from the same record (read from the cache, or the lane's measurement waited for)."""
-    from kernelwright.judge.scheduling.batch import read_verdicts, run_batch, write_request
+    from kernelwright.judge.scheduling.batch import run_batch
+    from kernelwright.judge.scheduling.batch_folder import read_verdicts, write_request
     from kernelwright.judge.scheduling.pool import JudgePool
 
     config = dataclasses.replace(config, overrides={"batch_size": 4, "dim": 256})
@@ -314,7 +315,8 @@ def test_on_a_gpu_the_verdicts_read_the_lane_measurements(tmp_path, kernelbench)
     """On the GPU (nvidia-smi names the device for the lane, the worker's supervisor likewise): the
     lane measures eager and torch.compile for the problem of two candidates, at the same time; the
     verdicts' baselines are those records, measured once."""
-    from kernelwright.judge.scheduling.batch import read_verdicts, run_batch, write_request
+    from kernelwright.judge.scheduling.batch import run_batch
+    from kernelwright.judge.scheduling.batch_folder import read_verdicts, write_request
     from kernelwright.judge.scheduling.pool import JudgePool
 
     config = JudgeConfig(cache_dir=str(tmp_path / "cache"), overrides={"batch_size": 256}, trials=2)

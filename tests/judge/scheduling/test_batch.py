@@ -10,7 +10,8 @@ import pytest
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling.batch import VERDICT_SUFFIX, pending, read_request, read_verdicts, write_request
+from kernelwright.judge.scheduling.batch import pending
+from kernelwright.judge.scheduling.batch_folder import VERDICT_SUFFIX, read_request, read_verdicts, write_request
 
 REPO = Path(__file__).resolve().parents[3]
 CANDIDATES = Path(__file__).parents[1] / "candidates"
@@ -54,7 +55,7 @@ def test_read_request_resolves_relative_problem_paths_and_config(tmp_path):
 def test_bad_requests_say_what_is_missing(tmp_path):
     import pytest
 
-    from kernelwright.judge.scheduling.batch import BatchError
+    from kernelwright.judge.scheduling.batch_folder import BatchError
 
     cases = {"no_candidate": {"problem_path": "p.py"}, "no_problem": {"candidate_source": "x"},
              "bad_config": {"problem_path": "p.py", "candidate_source": "x", "config": {"nope": 1}}}

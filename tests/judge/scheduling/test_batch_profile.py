@@ -5,7 +5,7 @@ import json
 
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.request import SourceText
-from kernelwright.judge.scheduling.batch import read_verdicts, verdict_path, write_request
+from kernelwright.judge.scheduling.batch_folder import read_verdicts, verdict_path, write_request
 from kernelwright.judge.scheduling.batch_profile import PROFILE_OVERRIDES, profile_pass
 from kernelwright.judge.verdict import Verdict
 
