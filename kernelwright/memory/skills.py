@@ -33,8 +33,8 @@ TILES = frozenset({"few", "waves", "many", "any"})
 GPU_PATTERN = re.compile(r"^(sm_\d{2,3}a?|any)$")
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 REQUIRED_SECTIONS = ("When", "Steps", "Pitfalls", "Example")
-CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu", "dtypes", "tiles")
-OPTIONAL_CONDITIONS = ("dtypes", "tiles")  # may be left out of a skill file (then: any)
+CONDITION_FIELDS = ("op_kinds", "bottleneck", "backend", "gpu", "dtypes", "tiles", "with_kinds")
+OPTIONAL_CONDITIONS = ("dtypes", "tiles", "with_kinds")  # may be left out of a skill file (then: any)
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "skills"
 
@@ -69,8 +69,12 @@ class Conditions:
     gpu: frozenset[str] = frozenset({"any"})
     dtypes: frozenset[str] = frozenset({"any"})  # the data types a skill is about (e.g. float16, bfloat16)
     tiles: frozenset[str] = frozenset({"any"})  # few / waves / many output tiles of the main product
+    # a skill about one op beside another (a norm next to a product): the problem must also have one
+    # of these kinds; matched against the query's op_kinds, never asked by a query itself
+    with_kinds: frozenset[str] = frozenset({"any"})
 
-    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None, dtypes=None, tiles=None):
+    def __init__(self, op_kinds=None, bottleneck=None, backend=None, gpu=None, dtypes=None, tiles=None,
+                 with_kinds=None):
         object.__setattr__(self, "op_kinds", _as_frozenset(op_kinds))
         # the op kinds in the order written (a skill lists its main kind first); not compared
         listed = [op_kinds] if isinstance(op_kinds, str) else list(op_kinds or [])
@@ -80,11 +84,13 @@ class Conditions:
         object.__setattr__(self, "gpu", _as_frozenset(gpu))
         object.__setattr__(self, "dtypes", _as_frozenset(dtypes))
         object.__setattr__(self, "tiles", _as_frozenset(tiles))
+        object.__setattr__(self, "with_kinds", _as_frozenset(with_kinds))
 
     def matches(self, query: "Conditions") -> bool:
         """True when every dimension intersects (`any` on either side matches all)."""
         for name in CONDITION_FIELDS:
-            mine, theirs = getattr(self, name), getattr(query, name)
+            mine = getattr(self, name)
+            theirs = getattr(query, "op_kinds" if name == "with_kinds" else name)
             if "any" in mine or "any" in theirs:
                 continue
             if not mine & theirs:
@@ -196,7 +202,7 @@ def _parse_conditions(raw: Any, path) -> Conditions:
         raise SkillFormatError(f"{path}: 'applies_when' has unknown keys {sorted(unknown)}")
     checks = {"op_kinds": (OP_KINDS, None), "bottleneck": (BOTTLENECKS, None),
               "backend": (BACKENDS, None), "gpu": (None, GPU_PATTERN), "dtypes": (DTYPES, None),
-              "tiles": (TILES, None)}
+              "tiles": (TILES, None), "with_kinds": (OP_KINDS, None)}
     values = {}
     for key, (allowed, pattern) in checks.items():
         if key not in raw and key in OPTIONAL_CONDITIONS:

@@ -56,7 +56,8 @@ INTERFACE = Rule(
     "get the same weights: keep the reference's layers (`nn.Linear`, `nn.Conv2d`) as weight holders and read "
     "`.weight` / `.bias` in your code. Input-independent weight preparation in `__init__` (a transposed or "
     "packed copy) is allowed: register it as a buffer or parameter so `.to(device)` moves it; the judge never "
-    "changes weights after construction.",
+    "changes weights after construction and never loads a state dict into `ModelNew` (a non-persistent "
+    "buffer is fine).",
     ("signatures",))
 
 CORRECT = Rule(
@@ -81,7 +82,9 @@ PRECISION = Rule(
 GLOBAL_SWITCHES = Rule(
     "no-global-switches", "no global precision switches",
     "Never change global torch settings (`allow_tf32`, `set_float32_matmul_precision`, reduced-precision "
-    "reduction flags): rejected and undone.",
+    "reduction flags): rejected and undone. The judge sets them itself: TF32 off for cuBLAS and cuDNN "
+    "unless the run allows it, so torch's own products and convolutions (the reference's and yours) run in "
+    "full float32.",
     ("precision_switches",))
 
 FRESH = Rule(

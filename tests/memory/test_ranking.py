@@ -75,6 +75,14 @@ def test_a_norm_next_to_a_product_gets_the_fusion_of_both(kernelbench):
     assert "im2col-implicit-gemm-conv" in conv[:3]
 
 
+def test_a_norm_alone_gets_no_advice_about_the_product_it_lacks(kernelbench):
+    """gemm-norm-fusion says `with_kinds: [matmul, conv, conv_transpose]`: a GroupNorm by itself
+    was offered it (a model answering an H200 exchange run called it noise)."""
+    for problem in ("level1/35_GroupNorm_.py", "level1/40_LayerNorm.py"):
+        names = ranked(kernelbench, problem, limit=40)
+        assert "gemm-norm-fusion" not in names and "welford-norm" in names[:3], (problem, names)
+
+
 def test_split_k_and_persistent_grids_only_where_the_product_has_few_tiles(kernelbench):
     many = ranked(kernelbench, "level1/1_Square_matrix_multiplication_.py", limit=40)  # 1024 tiles on 132 SMs
     assert not {"split-k", "persistent-kernel"} & set(many)

@@ -154,13 +154,15 @@ def test_roofline_numbers(example):
     assert m.speed_of_light_us(0, 3e9, 52e12, 3e12) == pytest.approx(1000 + 3.0)
 
 
-def test_flash_attention(example):
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_with_a_head_dim_that_is_not_a_power_of_two(example, causal):
     m = example("flash-attention")
-    q, k, v = rand(3, 3, 50, 16).unbind(0)
+    q, k, v = rand(3, 3, 50, 24).unbind(0)  # D = 24: padded to a 32-wide tile
     o = torch.empty_like(q)
-    scale_log2e = 1.4426950408889634 / math.sqrt(16)
-    m.attn_fwd[(triton.cdiv(50, 16), 3)](q, k, v, o, 50, scale_log2e, D=16, BLOCK_M=16, BLOCK_N=16)
-    close(o, torch.nn.functional.scaled_dot_product_attention(q, k, v), DOT_TOL)
+    scale_log2e = 1.4426950408889634 / math.sqrt(24)
+    m.attn_fwd[(triton.cdiv(50, 16), 3)](q, k, v, o, 50, scale_log2e, D=24, BLOCK_D=32, BLOCK_M=16, BLOCK_N=16,
+                                         CAUSAL=causal, PREC="ieee")
+    close(o, torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal), 1e-4)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
