@@ -128,7 +128,8 @@ _COUNTING = (
     "The judge records at the dispatcher the torch ops of the reference's `forward` and of yours (from Python "
     "or from your C++ via `at::`), counted per kind (matmul, conv, softmax, norm, pool, reduction, "
     "elementwise, ...; views, allocation, fills, copies and concatenation are free; ops inside your Triton "
-    "launches are not torch's).")
+    "launches are not torch's). One op is one count of its kind: `linear`/`addmm` (bias included), `mm`, "
+    "`bmm` and `matmul` are each one matmul; a transpose `W.t()` is a free view.")
 
 TORCH_WORK_REDUCED = Rule(
     "torch-work-reduced", "torch keeps only part of the work",
