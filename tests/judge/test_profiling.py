@@ -6,6 +6,7 @@ from pathlib import Path
 
 from kernelwright.judge import JudgeConfig, profiling
 from kernelwright.judge.verdict import Verdict
+from tests.tiny_problem import TINY
 
 SHARES = {"available": True, "kernels": [{"name": "add_kernel", "share": 1.0, "us_per_call": 5.0,
                                           "launches_per_call": 1.0}]}
@@ -99,18 +100,6 @@ class ModelNew(nn.Module):
         return ext.relu_cpu(x.contiguous())
 '''
 
-_RELU = '''
-import torch
-import torch.nn as nn
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-def get_inputs():
-    return [torch.randn(64, 128)]
-def get_init_inputs():
-    return []
-'''
-
 
 def test_a_judged_extension_is_profiled_with_the_build_the_runner_published(tmp_path):
     """The profile's own processes (sandboxed, no $KW_CACHE_DIR, a scratch HOME) load the extension
@@ -120,7 +109,7 @@ def test_a_judged_extension_is_profiled_with_the_build_the_runner_published(tmp_
     from kernelwright.judge.request import SourceText
 
     config = JudgeConfig(device="cpu", trials=1, time=False, baselines=(), profile=True, cache_dir=str(tmp_path))
-    verdict = judge(SourceText(_RELU, "relu"), SourceText(_CPP_RELU, "cpp_relu"), config)
+    verdict = judge(SourceText(TINY.format(scale=1), "relu"), SourceText(_CPP_RELU, "cpp_relu"), config)
     assert verdict.status == "pass", verdict.error
     notices = [f["text"] for f in verdict.profile["findings"] if f.get("kind") == "notice"]
     assert verdict.profile["status"] == "partial" and verdict.profile["timeline"], notices  # partial: no GPU here

@@ -11,6 +11,7 @@ import pytest
 from kernelwright.judge import JudgeConfig
 from kernelwright.judge.request import SourceText, make_request
 from kernelwright.judge.supervisor import Supervisor, device_label
+from tests.tiny_problem import TINY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,17 +106,6 @@ def test_the_checker_is_told_an_active_mps_server_by_an_empty_note_so_it_times_t
     assert note()  # unset: no server, the runner times itself
 
 
-_RELU = """
-import torch
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-def get_inputs():
-    return [torch.randn(64)]
-def get_init_inputs():
-    return []
-"""
-
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Landlock is Linux-only")
 def test_with_stack_dumps_asked_for_the_candidate_still_runs_confined(tmp_path, monkeypatch):
@@ -129,8 +119,8 @@ def test_with_stack_dumps_asked_for_the_candidate_still_runs_confined(tmp_path, 
     if landlock_abi()[0] < 1:
         pytest.skip(f"no Landlock here: {landlock_abi()[1]}")
     monkeypatch.setenv(DEBUG_STACKS, "600")
-    candidate = _RELU.replace("class Model", "class ModelNew")
-    verdict = judge(SourceText(_RELU, "relu"), SourceText(candidate, "relu_new"),
+    problem = TINY.format(scale=1)
+    verdict = judge(SourceText(problem, "relu"), SourceText(problem.replace("class Model", "class ModelNew"), "relu_new"),
                     JudgeConfig(device="cpu", trials=1, time=False, baselines=(), cache_dir=str(tmp_path)))
     report = verdict.process.isolation["confinement"]
     assert verdict.process.confined and report["threads"] == 1, report
