@@ -119,6 +119,7 @@ class ProfileFeed:
         self.done: list[str] = []
         self._running: dict[Future, tuple[Path, Verdict, float]] = {}
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # a started profile's record written (or it was cancelled)
 
     def left(self) -> float:
         """Seconds of the budget left (all of it before the first profile)."""
@@ -140,14 +141,18 @@ class ProfileFeed:
 
     def _finished(self, future: Future) -> None:
         with self._lock:
-            request, verdict, started = self._running.pop(future)
-        if future.cancelled():
-            return  # not started within the budget: still unprofiled, counted by the pass after `finish`
+            request, verdict, started = self._running[future]
         try:
-            record = profile_record(future.result(), started)
-        except Exception as exc:  # noqa: BLE001 -- the pool's own failure is not the candidate's
-            record = not_made(exc, started)
-        self._write(request, verdict, record)
+            if not future.cancelled():  # cancelled: not started within the budget, counted by the pass after `finish`
+                try:
+                    record = profile_record(future.result(), started)
+                except Exception as exc:  # noqa: BLE001 -- the pool's own failure is not the candidate's
+                    record = not_made(exc, started)
+                self._write(request, verdict, record)
+        finally:
+            with self._lock:
+                del self._running[future]
+                self._settled.notify_all()
 
     def _write(self, request: Path, verdict: Verdict, record: tuple[dict, float]) -> None:
         with self._lock:
@@ -169,7 +174,8 @@ class ProfileFeed:
         wait(futures, timeout=max(0.0, self.left()))
         for future in futures:
             future.cancel()  # only those not started yet
-        wait([f for f in futures if not f.cancelled()])  # a cancelled pool future is never "notified": not waited on
+        with self._lock:  # not `wait()` alone: it returns before a finished future's callback has written its record
+            self._settled.wait_for(lambda: all(f.cancelled() for f in self._running))
         return list(self.done)
 
 
