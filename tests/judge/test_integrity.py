@@ -219,7 +219,9 @@ class ModelNew(nn.Module):
 def test_at_a_time_limit_the_candidates_processes_are_killed_too(tmp_path, start):
     from kernelwright.judge.request import SourceText
 
-    config = JudgeConfig(cache_dir=str(tmp_path / "cache"), **{**FAST, "timeout_s": 3.0, "time": False})
+    # 10 s: the candidate hangs in its first trial whatever the limit; 3 s let a busy machine time out
+    # the judge's own stages before it (an `error` verdict, in a full run beside other work)
+    config = JudgeConfig(cache_dir=str(tmp_path / "cache"), **{**FAST, "timeout_s": 10.0, "time": False})
     launcher = warm_launcher(config, force=True) if start == "warm" else None
     try:
         verdict = judge(PROBLEM, SourceText(HANGS_AFTER_LEAVING_A_CHILD, "hangs"), config, scratch_root=tmp_path,
